@@ -1,0 +1,38 @@
+# Two commands do all set-up on a fresh machine:
+#   make demo   the main job: NystromGP against SingleTaskGP, side by side
+#   make test   lint and the test suite
+# Each creates .venv if needed and installs the CPU build of torch first, by
+# exact version, so that nothing pulls a CUDA build.
+
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+TORCH_VERSION := 2.13.0
+STAMP := $(VENV)/.installed
+
+.PHONY: install demo bench test lint clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet torch==$(TORCH_VERSION)
+	$(PY) -m pip install --quiet -e ".[test]"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: $(STAMP)
+	$(PY) -m botorch_sketch.benchmarks inference --budget small
+
+bench: $(STAMP)
+	$(PY) -m botorch_sketch.benchmarks inference --budget large
+
+lint: $(STAMP)
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+
+test: lint
+	$(PY) -m pytest
+
+clean:
+	rm -rf $(VENV) benchmark-results .pytest_cache .ruff_cache

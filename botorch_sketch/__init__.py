@@ -1,0 +1,24 @@
+#!/usr/bin/env python3
+r"""botorch-sketch: scalable Gaussian-process Bayesian optimisation for BoTorch.
+
+Models whose cost grows with the effective dimension of the data rather than
+with the number of observations, as drop-in replacements for ``SingleTaskGP``.
+"""
+
+from botorch_sketch.models import NystromGP
+from botorch_sketch.sketching import (
+    FixedSelector,
+    GreedyVarianceSelector,
+    RidgeLeverageSampler,
+    UniformSelector,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "FixedSelector",
+    "GreedyVarianceSelector",
+    "NystromGP",
+    "RidgeLeverageSampler",
+    "UniformSelector",
+]

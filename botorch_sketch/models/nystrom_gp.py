@@ -1,0 +1,627 @@
+#!/usr/bin/env python3
+r"""A DTC/Nystrom Gaussian process with an adaptively chosen inducing set.
+
+``NystromGP`` is a drop-in replacement for ``SingleTaskGP`` whose cost grows with
+the size ``m`` of its inducing set rather than with the number ``n`` of
+observations: ``O(n m^2 + m^3)`` to fit, ``O(q m^2 + q^2 m)`` per posterior over
+``q`` points. The inducing set is a subset of the distinct training inputs chosen
+by a rule (:mod:`botorch_sketch.sketching.selection`), by default BKB's
+posterior-variance resampling [Calandriello2019bkb]_, so that its size follows
+the effective dimension of the data. The posterior is DTC with the exact prior
+variance [Quinonero2005unifying]_, and hyperparameters are fitted on Titsias'
+collapsed bound [Titsias2009variational]_.
+
+References:
+
+.. [Calandriello2019bkb]
+    D. Calandriello, L. Carratino, A. Lazaric, M. Valko, L. Rosasco. Gaussian
+    process optimization with adaptive sketching: scalable and no regret. COLT 2019.
+.. [Quinonero2005unifying]
+    J. Quinonero-Candela, C. E. Rasmussen. A unifying view of sparse approximate
+    Gaussian process regression. JMLR 2005.
+.. [Titsias2009variational]
+    M. Titsias. Variational learning of inducing variables in sparse Gaussian
+    processes. AISTATS 2009.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import torch
+from botorch.exceptions.errors import InputDataError, UnsupportedError
+from botorch.fit import _fit_fallback
+from botorch.models.gpytorch import GPyTorchModel
+from botorch.models.model import FantasizeMixin
+from botorch.models.transforms.input import InputTransform
+from botorch.models.transforms.outcome import OutcomeTransform, Standardize
+from botorch.models.utils.gpytorch_modules import (
+    get_covar_module_with_dim_scaled_prior,
+    get_gaussian_likelihood_with_lognormal_prior,
+)
+from botorch.posteriors.gpytorch import GPyTorchPosterior
+from botorch.posteriors.transformed import TransformedPosterior
+from botorch.utils.datasets import SupervisedDataset
+from botorch.utils.types import DEFAULT, _DefaultType
+from gpytorch.distributions import MultivariateNormal
+from gpytorch.kernels import Kernel
+from gpytorch.likelihoods import FixedNoiseGaussianLikelihood, GaussianLikelihood
+from gpytorch.likelihoods.likelihood import Likelihood
+from gpytorch.means import ConstantMean, Mean
+from gpytorch.mlls import MarginalLogLikelihood
+from gpytorch.models import GP
+from torch import Tensor
+
+from botorch_sketch.models.validation import check_test_inputs, check_training_data
+from botorch_sketch.sketching.dtc import DTCPosterior, DTCStatistics
+from botorch_sketch.sketching.nystrom import NystromEmbedding
+from botorch_sketch.sketching.selection import (
+    InducingSelector,
+    RidgeLeverageSampler,
+    distinct_rows,
+)
+
+_DATA_ATTRIBUTES = ("train_X", "train_Y", "train_Yvar", "train_targets")
+
+
+class NystromGP(GPyTorchModel, GP, FantasizeMixin):
+    r"""A single-output GP with a DTC/Nystrom posterior and an adaptive inducing set.
+
+    The inducing set is chosen when the model is built, with the hyperparameters
+    it is built with. ``fit_gpytorch_mll(ExactMarginalLogLikelihood(...))`` then
+    alternates: fit the hyperparameters on Titsias' bound with the set fixed,
+    re-run the rule at the new hyperparameters, and fit again (``fit_rounds``
+    fits in all; rules that do not depend on the hyperparameters get one fit).
+    Call :meth:`select_inducing_points` to re-run the rule by hand.
+
+    ``condition_on_observations`` and ``fantasize`` keep the inducing set fixed
+    and add the new observations' statistics, an ``O(n' m^2 + m^3)`` update, so
+    ``qKnowledgeGradient`` and online use work. Note that DTC is not the
+    posterior of a single GP prior, so a fantasy model is the DTC model of the
+    augmented data, not the DTC predictive conditioned on the fantasy.
+
+    With the inducing set equal to all distinct training inputs, the posterior
+    and the fitting objective are those of ``SingleTaskGP``.
+
+    Example:
+        >>> model = NystromGP(train_X, train_Y)
+        >>> fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))
+        >>> acqf = LogExpectedImprovement(model, best_f=train_Y.max())
+    """
+
+    _num_outputs = 1
+    #: Hyperparameter fits in ``fit_gpytorch_mll``, with the inducing rule re-run
+    #: between them (only for rules that depend on the hyperparameters).
+    fit_rounds: int = 2
+    #: Fit on Titsias' collapsed bound (True) or the DTC marginal likelihood.
+    titsias: bool = True
+    #: Largest inducing set chosen at construction by a rule that depends on the
+    #: hyperparameters. At that point they are the priors' (the noise prior's mode
+    #: is small, so leverage scores are large); the set only has to carry the
+    #: first fitting round, and is re-chosen after it.
+    initial_max_inducing: int | None = 256
+
+    def __init__(
+        self,
+        train_X: Tensor,
+        train_Y: Tensor,
+        train_Yvar: Tensor | None = None,
+        inducing: InducingSelector | Tensor | None = None,
+        covar_module: Kernel | None = None,
+        mean_module: Mean | None = None,
+        likelihood: Likelihood | None = None,
+        outcome_transform: OutcomeTransform | _DefaultType | None = DEFAULT,
+        input_transform: InputTransform | None = None,
+    ) -> None:
+        r"""Build the model and choose its inducing set.
+
+        Args:
+            train_X: A ``n x d`` tensor of training inputs.
+            train_Y: A ``n x 1`` tensor of training observations.
+            train_Yvar: An optional ``n x 1`` tensor of observed noise variances; if
+                given, the noise is fixed to it (``FixedNoiseGaussianLikelihood``).
+            inducing: How to choose the inducing set: an
+                :class:`~botorch_sketch.sketching.selection.InducingSelector`, a
+                ``m x d`` tensor of fixed inducing inputs (in the space of
+                ``train_X``), or None for ``RidgeLeverageSampler()``.
+            covar_module: The kernel; defaults to BoTorch's RBF kernel with a
+                dimension-scaled lengthscale prior, as in ``SingleTaskGP``. It must
+                have no batch dimensions.
+            mean_module: The prior mean; defaults to ``ConstantMean()``.
+            likelihood: A ``GaussianLikelihood`` or ``FixedNoiseGaussianLikelihood``;
+                defaults as in ``SingleTaskGP``.
+            outcome_transform: An outcome transform, applied to the data at
+                construction and inverted on posteriors. Defaults to
+                ``Standardize(m=1)``; None for no transform.
+            input_transform: An input transform, applied to training and test
+                inputs (e.g. ``Normalize(d)``).
+        """
+        check_training_data(type(self).__name__, train_X, train_Y, train_Yvar)
+        with torch.no_grad():
+            transformed_X = self.transform_inputs(
+                X=train_X, input_transform=input_transform
+            )
+        self._validate_tensor_args(X=transformed_X, Y=train_Y, Yvar=train_Yvar)
+        if outcome_transform == DEFAULT:
+            outcome_transform = Standardize(m=1)
+        if outcome_transform is not None:
+            outcome_transform.train()
+            outcome_transform(train_Y, train_Yvar, X=transformed_X)
+            outcome_transform.eval()
+        super().__init__()
+        d = transformed_X.shape[-1]
+        if likelihood is None:
+            if train_Yvar is None:
+                likelihood = get_gaussian_likelihood_with_lognormal_prior()
+            else:
+                likelihood = FixedNoiseGaussianLikelihood(
+                    noise=train_Yvar.squeeze(-1).clone()
+                )
+        if not isinstance(
+            likelihood, (GaussianLikelihood, FixedNoiseGaussianLikelihood)
+        ):
+            raise UnsupportedError(
+                f"{type(self).__name__} supports GaussianLikelihood and "
+                f"FixedNoiseGaussianLikelihood, got {type(likelihood).__name__}."
+            )
+        if (train_Yvar is not None) != isinstance(
+            likelihood, FixedNoiseGaussianLikelihood
+        ):
+            raise UnsupportedError(
+                "Pass train_Yvar together with a FixedNoiseGaussianLikelihood (or no "
+                "likelihood), and neither for an inferred noise level."
+            )
+        self.likelihood = likelihood
+        self.mean_module = ConstantMean() if mean_module is None else mean_module
+        self.covar_module = (
+            get_covar_module_with_dim_scaled_prior(ard_num_dims=d)
+            if covar_module is None
+            else covar_module
+        )
+        if outcome_transform is not None:
+            self.outcome_transform = outcome_transform
+        if input_transform is not None:
+            self.input_transform = input_transform
+        # Data are plain attributes, not buffers: a state_dict then carries no
+        # data-sized tensor and loads into a model on other data (Ax's
+        # cross-validation does that).
+        self.train_X = train_X
+        self.train_Y = train_Y
+        self.train_Yvar = train_Yvar
+        self._fixed_inducing: Tensor | None = None
+        self._rule: InducingSelector | None = None
+        if isinstance(inducing, Tensor):
+            self._fixed_inducing = self._check_fixed_inducing(inducing, train_X)
+        elif inducing is None or isinstance(inducing, InducingSelector):
+            self._rule = RidgeLeverageSampler() if inducing is None else inducing
+        else:
+            raise InputDataError(
+                "inducing must be an InducingSelector, a tensor of inducing inputs, "
+                f"or None; got {type(inducing).__name__}."
+            )
+        self.inducing_index: Tensor | None = None
+        # Statistics of fantasy observations that are not part of the data (set
+        # only on batched fantasy models).
+        self._extra_statistics: DTCStatistics | None = None
+        self._cache: tuple[NystromEmbedding, DTCPosterior] | None = None
+        self.to(train_X)
+        self._retransform_targets()
+        self.select_inducing_points(max_size=self.initial_max_inducing)
+
+    # ------------------------------------------------------------------ data
+
+    @staticmethod
+    def _check_fixed_inducing(inducing: Tensor, train_X: Tensor) -> Tensor:
+        if inducing.dim() != 2 or inducing.shape[-1] != train_X.shape[-1]:
+            raise InputDataError(
+                f"Inducing inputs must have shape m x {train_X.shape[-1]}, got "
+                f"{tuple(inducing.shape)}."
+            )
+        if not bool(torch.isfinite(inducing).all()):
+            raise InputDataError("Inducing inputs contain NaN or infinite values.")
+        return inducing.to(train_X)
+
+    def _transform_like_training(self, X: Tensor) -> Tensor:
+        if hasattr(self, "input_transform"):
+            return self.input_transform.preprocess_transform(X)
+        return X
+
+    def _retransform_targets(self) -> None:
+        # The model keeps raw data and the outcome transform's image of it, so a
+        # loaded state_dict (with other transform statistics) stays consistent.
+        Y, Yvar = self.train_Y, self.train_Yvar
+        if hasattr(self, "outcome_transform"):
+            self.outcome_transform.eval()
+            with torch.no_grad():
+                Y, Yvar = self.outcome_transform(
+                    Y, Yvar, X=self._transform_like_training(self.train_X)
+                )
+        self.train_targets = Y.squeeze(-1)
+        if Yvar is not None:
+            self.likelihood.noise = Yvar.squeeze(-1)
+
+    @property
+    def train_inputs(self) -> tuple[Tensor]:
+        r"""The input-transformed training inputs, as ``ExactGP`` exposes them."""
+        return (self._transform_like_training(self.train_X),)
+
+    @property
+    def batch_shape(self) -> torch.Size:
+        r"""Empty, except for fantasy models (the fantasy batch shape)."""
+        if self._extra_statistics is not None:
+            return self._extra_statistics.batch_shape
+        return torch.Size()
+
+    @property
+    def inducing_points(self) -> Tensor:
+        r"""The ``m x d`` (input-transformed) inducing inputs."""
+        X = self._transform_like_training(self.train_X)
+        return self._inducing_inputs(X)
+
+    def _inducing_inputs(self, transformed_X: Tensor) -> Tensor:
+        if self._fixed_inducing is not None:
+            return self._transform_like_training(self._fixed_inducing)
+        return transformed_X[self.inducing_index]
+
+    def _train_noise(self) -> Tensor:
+        n = self.train_X.shape[0]
+        return self.likelihood.noise.expand(n)
+
+    # ------------------------------------------------------------- inducing
+
+    def select_inducing_points(self, max_size: int | None = None) -> None:
+        r"""Run the inducing rule at the current hyperparameters.
+
+        The rule sees the distinct training inputs, their multiplicities and the
+        per-observation noise; adaptive rules start from the current set. A model
+        with fixed inducing inputs keeps them.
+
+        Args:
+            max_size: Keep at most this many of the rule's picks (its first ones:
+                rules list their picks most important first, or in random order).
+                Applies only to rules that depend on the hyperparameters.
+        """
+        if self._extra_statistics is not None:
+            raise UnsupportedError(
+                "A fantasy model keeps the inducing set it was conditioned with."
+            )
+        if self._rule is not None:
+            with torch.no_grad():
+                X = self._transform_like_training(self.train_X)
+                first, inverse, counts = distinct_rows(X)
+                precision = torch.zeros(
+                    first.shape[0], dtype=X.dtype, device=X.device
+                ).index_add(0, inverse, self._train_noise().reciprocal())
+                current = None
+                if self.inducing_index is not None:
+                    current = inverse[self.inducing_index].unique()
+                chosen = self._rule.select(
+                    X[first],
+                    self.covar_module,
+                    counts.to(X) / precision,
+                    counts=counts,
+                    current=current,
+                )
+                if max_size is not None and self._rule.depends_on_hyperparameters:
+                    chosen = chosen[:max_size]
+                self.inducing_index = first[chosen]
+        self._cache = None
+
+    # --------------------------------------------------------------- algebra
+
+    def _embedding_and_statistics(self) -> tuple[NystromEmbedding, DTCStatistics]:
+        X = self._transform_like_training(self.train_X)
+        embedding = NystromEmbedding(self.covar_module, self._inducing_inputs(X))
+        residual = self.train_targets - self.mean_module(X)
+        stats = DTCStatistics.from_data(embedding, X, residual, self._train_noise())
+        if self._extra_statistics is not None:
+            stats = stats + self._extra_statistics
+        return embedding, stats
+
+    def _posterior_state(self) -> tuple[NystromEmbedding, DTCPosterior]:
+        if self._cache is None:
+            with torch.no_grad():
+                embedding, stats = self._embedding_and_statistics()
+                self._cache = (embedding, DTCPosterior(stats))
+        return self._cache
+
+    def compute_custom_loss(
+        self, mll: MarginalLogLikelihood | None = None, **kwargs: Any
+    ) -> Tensor:
+        r"""The negative objective per data point, as ``ExactMarginalLogLikelihood``.
+
+        BoTorch's loss closure calls this instead of ``mll(model(X), y)``, so
+        ``fit_gpytorch_mll`` never builds an ``n x n`` matrix. The objective is
+        Titsias' bound (or the DTC marginal likelihood, ``titsias = False``) plus
+        the log densities of the model's priors, divided by ``n``.
+
+        Args:
+            mll: The marginal log likelihood object (unused beyond the interface).
+            kwargs: Ignored.
+
+        Returns:
+            A scalar loss.
+        """
+        embedding, stats = self._embedding_and_statistics()
+        value = DTCPosterior(stats).log_marginal_likelihood(titsias=self.titsias)
+        for _, module, prior, closure, _ in self.named_priors():
+            value = value + prior.log_prob(closure(module)).sum()
+        return -value / self.train_X.shape[0]
+
+    def custom_fit(
+        self,
+        mll: MarginalLogLikelihood,
+        closure: Callable | None = None,
+        closure_kwargs: dict[str, Any] | None = None,
+        optimizer_kwargs: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> MarginalLogLikelihood:
+        r"""Fit hyperparameters, alternating with the inducing rule.
+
+        Called by ``fit_gpytorch_mll``. Each round is BoTorch's own fitting routine
+        (L-BFGS-B with retries) on :meth:`compute_custom_loss`.
+
+        Args:
+            mll: The marginal log likelihood whose model is ``self``.
+            closure: Forward-backward closure, passed to BoTorch's fitting routine.
+            closure_kwargs: Passed to BoTorch's fitting routine.
+            optimizer_kwargs: Passed to BoTorch's fitting routine.
+            kwargs: Passed to BoTorch's fitting routine (e.g. ``optimizer``).
+
+        Returns:
+            The fitted ``mll``, in eval mode on success.
+        """
+        if self._extra_statistics is not None:
+            raise UnsupportedError("A fantasy model cannot be refitted.")
+        adaptive = self._rule is not None and self._rule.depends_on_hyperparameters
+        rounds = max(1, self.fit_rounds) if adaptive else 1
+        for i in range(rounds):
+            if i > 0:
+                self.select_inducing_points()
+            # ``_fit_fallback`` is what ``fit_gpytorch_mll`` runs for models without
+            # ``custom_fit``; botorch is pinned, and this keeps its retry policy.
+            mll = _fit_fallback(
+                mll=mll,
+                closure=closure,
+                closure_kwargs=closure_kwargs,
+                optimizer_kwargs=optimizer_kwargs,
+                **kwargs,
+            )
+        self._cache = None
+        return mll
+
+    # ------------------------------------------------------------- posterior
+
+    def posterior(
+        self,
+        X: Tensor,
+        output_indices: list[int] | None = None,
+        observation_noise: bool | Tensor = False,
+        posterior_transform: Callable | None = None,
+        **kwargs: Any,
+    ) -> GPyTorchPosterior | TransformedPosterior:
+        r"""The DTC posterior at ``X``.
+
+        Args:
+            X: A ``batch_shape x q x d`` tensor of inputs.
+            output_indices: None or ``[0]`` (the model has one output).
+            observation_noise: If True, add the likelihood's noise (for fixed noise,
+                the mean training noise, as BoTorch's ``fantasize`` does); if a
+                ``batch_shape x q x 1`` tensor, add it (outcome-transformed units).
+            posterior_transform: An optional ``PosteriorTransform``.
+            kwargs: Ignored.
+
+        Returns:
+            A ``GPyTorchPosterior`` over ``broadcast(batch_shape, model.batch_shape)
+            x q x 1`` with a dense ``q x q`` covariance.
+        """
+        if output_indices is not None and list(output_indices) != [0]:
+            raise UnsupportedError(
+                f"{type(self).__name__} has one output; got {output_indices=}."
+            )
+        self.eval()
+        check_test_inputs(X, self.train_X.shape[-1])
+        X = self.transform_inputs(X)
+        embedding, state = self._posterior_state()
+        Z = embedding(X)
+        covar = state.covariance(Z, self.covar_module(X).to_dense())
+        mean = (self.mean_module(X) + state.mean(Z)).expand(covar.shape[:-1])
+        noise = self._observation_noise(observation_noise, covar)
+        if noise is not None:
+            covar = covar + torch.diag_embed(noise)
+        posterior = GPyTorchPosterior(distribution=MultivariateNormal(mean, covar))
+        if hasattr(self, "outcome_transform"):
+            posterior = self.outcome_transform.untransform_posterior(posterior, X=X)
+        if posterior_transform is not None:
+            return posterior_transform(posterior)
+        return posterior
+
+    def _observation_noise(
+        self, observation_noise: bool | Tensor, covar: Tensor
+    ) -> Tensor | None:
+        if isinstance(observation_noise, Tensor):
+            if observation_noise.shape[-1] == 1:
+                observation_noise = observation_noise.squeeze(-1)
+            return observation_noise.expand(covar.shape[:-1])
+        if not observation_noise:
+            return None
+        noise = self.likelihood.noise
+        if isinstance(self.likelihood, FixedNoiseGaussianLikelihood):
+            noise = noise.mean(-1, keepdim=True)
+        return noise.expand(covar.shape[:-1])
+
+    def condition_on_observations(
+        self, X: Tensor, Y: Tensor, noise: Tensor | None = None, **kwargs: Any
+    ) -> NystromGP:
+        r"""The model conditioned on more observations, inducing set fixed.
+
+        Args:
+            X: A ``batch_shape x n' x d`` tensor of inputs.
+            Y: A ``batch_shape' x n' x 1`` tensor of observations; ``batch_shape'``
+                broadcasts with ``batch_shape`` (fantasies add leading dimensions).
+            noise: Observation noise variances shaped like ``Y``, in
+                outcome-transformed units; required for fixed-noise models.
+            kwargs: Ignored.
+
+        Returns:
+            A new ``NystromGP``. Without batch dimensions the new observations join
+            its training data; with them (fantasies) it is a batched model that
+            cannot be refitted.
+        """
+        if Y.dim() < 2 or Y.shape[-1] != 1:
+            raise UnsupportedError(
+                f"Y must have shape batch_shape x n' x 1, got {tuple(Y.shape)}."
+            )
+        check_test_inputs(X, self.train_X.shape[-1])
+        if not bool(torch.isfinite(Y).all()):
+            raise InputDataError("Y contains NaN or infinite values.")
+        X_tf = self.transform_inputs(X)
+        if noise is None:
+            if isinstance(self.likelihood, FixedNoiseGaussianLikelihood):
+                raise UnsupportedError(
+                    "A fixed-noise model needs the noise of new observations."
+                )
+            noise_tf = self.likelihood.noise.expand(Y.shape[:-1])
+        else:
+            if bool((noise < 0).any()):
+                raise InputDataError("noise contains negative variances.")
+            noise_tf = noise.squeeze(-1)
+        Y_tf = Y
+        if hasattr(self, "outcome_transform"):
+            Y_tf, _ = self.outcome_transform(Y, None, X=X_tf)
+        embedding, state = self._posterior_state()
+        with torch.no_grad():
+            residual = Y_tf.squeeze(-1) - self.mean_module(X_tf)
+            new = DTCStatistics.from_data(
+                embedding, X_tf, residual, noise_tf.expand(residual.shape)
+            )
+        statistics = state.statistics + new
+        model = self._copy_sharing_data()
+        if len(statistics.batch_shape) == 0:
+            model._append_data(X, Y, noise_tf)
+        else:
+            model._extra_statistics = (
+                new if self._extra_statistics is None else self._extra_statistics + new
+            )
+        model._cache = (embedding, DTCPosterior(statistics))
+        return model
+
+    def _copy_sharing_data(self) -> NystromGP:
+        # Deep-copy the modules but not the n-sized data (fantasize runs often).
+        memo = {
+            id(t): t
+            for t in (getattr(self, name) for name in _DATA_ATTRIBUTES)
+            if t is not None
+        }
+        cache, self._cache = self._cache, None
+        try:
+            return copy.deepcopy(self, memo)
+        finally:
+            self._cache = cache
+
+    def _append_data(self, X: Tensor, Y: Tensor, noise_tf: Tensor) -> None:
+        Yvar = None
+        if self.train_Yvar is not None:
+            Yvar = noise_tf.unsqueeze(-1)
+            if hasattr(self, "outcome_transform"):
+                # The data keep raw noise variances; ``noise_tf`` is transformed.
+                _, Yvar = self.outcome_transform.untransform(torch.zeros_like(Y), Yvar)
+            self.train_Yvar = torch.cat([self.train_Yvar, Yvar], dim=-2)
+        self.train_X = torch.cat([self.train_X, X], dim=-2)
+        self.train_Y = torch.cat([self.train_Y, Y], dim=-2)
+        self._retransform_targets()
+
+    # -------------------------------------------------------- module plumbing
+
+    def _set_transformed_inputs(self) -> None:
+        # Inputs are transformed on use; nothing to swap on eval().
+        pass
+
+    def _revert_to_original_inputs(self) -> None:
+        pass
+
+    def train(self, mode: bool = True) -> NystromGP:
+        r"""Set training mode; entering it drops the posterior cache.
+
+        Args:
+            mode: True for training mode.
+
+        Returns:
+            The model.
+        """
+        if mode:
+            self._cache = None
+        return super().train(mode)
+
+    def _apply(self, fn: Callable[[Tensor], Tensor], *args: Any, **kwargs: Any):
+        super()._apply(fn, *args, **kwargs)
+        for name in (*_DATA_ATTRIBUTES, "_fixed_inducing", "inducing_index"):
+            value = getattr(self, name, None)
+            if value is not None:
+                setattr(self, name, fn(value))
+        extra = getattr(self, "_extra_statistics", None)
+        if extra is not None:
+            self._extra_statistics = DTCStatistics(
+                *(fn(getattr(extra, f)) for f in extra.__dataclass_fields__)
+            )
+        self._cache = None
+        return self
+
+    def load_state_dict(
+        self,
+        state_dict: Mapping[str, Any],
+        strict: bool = True,
+        keep_transforms: bool = True,
+        assign: bool = False,
+    ) -> None:
+        r"""Load hyperparameters and transforms, then re-derive what depends on them.
+
+        The state holds no data, so a state fitted on all data loads into a model
+        built on a subset (as Ax's cross-validation does). The targets are
+        re-transformed with the loaded outcome transform and the inducing rule is
+        re-run at the loaded hyperparameters.
+
+        Args:
+            state_dict: The state, e.g. from ``other_model.state_dict()``.
+            strict: Whether the keys must match exactly.
+            keep_transforms: Accepted for compatibility with ``GPyTorchModel``;
+                the targets always follow the loaded transforms.
+            assign: Passed to ``torch.nn.Module.load_state_dict``.
+        """
+        torch.nn.Module.load_state_dict(self, state_dict, strict=strict, assign=assign)
+        if hasattr(self, "input_transform"):
+            self.input_transform.eval()
+        self._retransform_targets()
+        if self._rule is not None and self._rule.depends_on_hyperparameters:
+            self.select_inducing_points()
+        self._cache = None
+
+    @classmethod
+    def construct_inputs(
+        cls,
+        training_data: SupervisedDataset,
+        inducing: InducingSelector | Tensor | None = None,
+        **kwargs: Any,
+    ) -> dict[str, Any]:
+        r"""Constructor arguments from a dataset (the hook Ax calls).
+
+        Args:
+            training_data: A ``SupervisedDataset``.
+            inducing: The ``inducing`` constructor argument.
+            kwargs: Other options Ax passes (``categorical_features`` and the like);
+                empty ones are ignored, others are not supported.
+
+        Returns:
+            A dict of keyword arguments for ``NystromGP``.
+        """
+        unsupported = {k: v for k, v in kwargs.items() if v not in (None, [], {}, ())}
+        if unsupported:
+            raise UnsupportedError(
+                f"{cls.__name__} does not support the options {sorted(unsupported)}."
+            )
+        inputs = super().construct_inputs(training_data=training_data)
+        if inducing is not None:
+            inputs["inducing"] = inducing
+        return inputs

@@ -1,0 +1,36 @@
+#!/usr/bin/env python3
+r"""The mathematics shared by every model and bandit policy.
+
+Nystrom embeddings, the DTC posterior in their coordinates, and inducing-set
+rules. Torch and gpytorch kernels only; nothing here knows about BoTorch models.
+"""
+
+from botorch_sketch.sketching.dtc import DTCPosterior, DTCStatistics, posterior_variance
+from botorch_sketch.sketching.nystrom import NystromEmbedding
+from botorch_sketch.sketching.selection import (
+    FixedSelector,
+    GreedyVarianceSelector,
+    InducingSelector,
+    InducingSetCapWarning,
+    RidgeLeverageSampler,
+    UniformSelector,
+    distinct_rows,
+    expected_size,
+    leverage_scores,
+)
+
+__all__ = [
+    "DTCPosterior",
+    "DTCStatistics",
+    "FixedSelector",
+    "GreedyVarianceSelector",
+    "InducingSelector",
+    "InducingSetCapWarning",
+    "NystromEmbedding",
+    "RidgeLeverageSampler",
+    "UniformSelector",
+    "distinct_rows",
+    "expected_size",
+    "leverage_scores",
+    "posterior_variance",
+]

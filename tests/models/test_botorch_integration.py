@@ -1,0 +1,97 @@
+"""NystromGP driven by BoTorch's own acquisition functions and optimisers."""
+
+import pytest
+import torch
+from botorch.acquisition import (
+    LogExpectedImprovement,
+    UpperConfidenceBound,
+    qLogExpectedImprovement,
+    qLogNoisyExpectedImprovement,
+    qUpperConfidenceBound,
+)
+from botorch.acquisition.knowledge_gradient import qKnowledgeGradient
+from botorch.fit import fit_gpytorch_mll
+from botorch.generation.sampling import MaxPosteriorSampling
+from botorch.models import ModelListGP
+from botorch.models.transforms import Normalize
+from botorch.optim import optimize_acqf, optimize_acqf_discrete
+from botorch.test_functions import Hartmann
+from gpytorch.mlls import ExactMarginalLogLikelihood, SumMarginalLogLikelihood
+
+from botorch_sketch import NystromGP, RidgeLeverageSampler
+
+
+@pytest.fixture(scope="module", params=[torch.double, torch.float], ids=["f64", "f32"])
+def fitted(request):
+    dtype = request.param
+    torch.manual_seed(0)
+    f = Hartmann(dim=6, negate=True, noise_std=0.1)
+    X = torch.rand(120, 6, dtype=dtype)
+    Y = f(X).unsqueeze(-1).to(dtype)
+    model = NystromGP(
+        X,
+        Y,
+        inducing=RidgeLeverageSampler(
+            qbar=2, generator=torch.Generator().manual_seed(0)
+        ),
+        input_transform=Normalize(6),
+    )
+    fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))
+    bounds = torch.stack([torch.zeros(6), torch.ones(6)]).to(dtype)
+    return model, X, Y, bounds
+
+
+ACQFS = {
+    "UCB": (lambda m, X, Y: UpperConfidenceBound(m, beta=4.0), 1),
+    "LogEI": (lambda m, X, Y: LogExpectedImprovement(m, best_f=Y.max()), 1),
+    "qUCB": (lambda m, X, Y: qUpperConfidenceBound(m, beta=4.0), 2),
+    "qLogEI": (lambda m, X, Y: qLogExpectedImprovement(m, best_f=Y.max()), 2),
+    "qLogNEI": (lambda m, X, Y: qLogNoisyExpectedImprovement(m, X_baseline=X), 2),
+    "qKG": (lambda m, X, Y: qKnowledgeGradient(m, num_fantasies=4), 1),
+}
+
+
+@pytest.mark.parametrize("name", list(ACQFS))
+def test_optimize_acqf(name, fitted):
+    model, X, Y, bounds = fitted
+    make, q = ACQFS[name]
+    candidates, value = optimize_acqf(
+        make(model, X, Y),
+        bounds=bounds,
+        q=q,
+        num_restarts=2,
+        raw_samples=16,
+        options={"maxiter": 20},
+    )
+    assert candidates.shape == (q, 6) and candidates.dtype == X.dtype
+    assert torch.isfinite(value).all()
+    assert ((candidates >= 0) & (candidates <= 1)).all()
+
+
+def test_ucb_gradient_reaches_the_inputs(fitted):
+    model, X, Y, _ = fitted
+    Xt = torch.rand(5, 1, 6, dtype=X.dtype, requires_grad=True)
+    UpperConfidenceBound(model, beta=4.0)(Xt).sum().backward()
+    assert torch.isfinite(Xt.grad).all() and Xt.grad.abs().sum() > 0
+
+
+def test_discrete_optimisation_and_thompson_sampling(fitted):
+    model, X, _, _ = fitted
+    choices = torch.rand(300, 6, dtype=X.dtype)
+    candidates, _ = optimize_acqf_discrete(
+        qUpperConfidenceBound(model, beta=4.0), q=3, choices=choices
+    )
+    assert candidates.shape == (3, 6)
+    picked = MaxPosteriorSampling(model, replacement=False)(choices, num_samples=4)
+    assert picked.shape == (4, 6)
+    assert all((choices == p).all(-1).any() for p in picked)
+
+
+def test_model_list_of_nystrom_gps():
+    torch.manual_seed(0)
+    X = torch.rand(50, 2, dtype=torch.double)
+    Y1, Y2 = X.sin().sum(-1, keepdim=True), X.cos().prod(-1, keepdim=True)
+    model = ModelListGP(NystromGP(X, Y1), NystromGP(X, Y2))
+    fit_gpytorch_mll(SumMarginalLogLikelihood(model.likelihood, model))
+    post = model.posterior(torch.rand(4, 2, dtype=torch.double))
+    assert post.mean.shape == (4, 2)

@@ -1,0 +1,394 @@
+import inspect
+import math
+
+import pytest
+import torch
+from botorch.acquisition.objective import ScalarizedPosteriorTransform
+from botorch.exceptions.errors import (
+    BotorchTensorDimensionError,
+    InputDataError,
+    UnsupportedError,
+)
+from botorch.fit import fit_gpytorch_mll
+from botorch.models import SingleTaskGP
+from botorch.models.transforms import Normalize, Standardize
+from botorch.sampling import SobolQMCNormalSampler
+from botorch.utils.datasets import SupervisedDataset
+from gpytorch.mlls import ExactMarginalLogLikelihood
+
+from botorch_sketch import (
+    FixedSelector,
+    GreedyVarianceSelector,
+    NystromGP,
+    RidgeLeverageSampler,
+    UniformSelector,
+)
+
+
+def _data(n=40, d=3, seed=0, noise_sd=0.1, **tkwargs):
+    g = torch.Generator().manual_seed(seed)
+    X = 2 + 3 * torch.rand(n, d, generator=g, **tkwargs)  # not the unit cube
+    Y = torch.sin(2 * X).sum(-1, keepdim=True)
+    return X, 5 + Y + noise_sd * torch.randn(n, 1, generator=g, **tkwargs)
+
+
+def _all_points(n):
+    return FixedSelector(torch.arange(n))
+
+
+def _pair(train_Yvar=None, input_transform=True, **tkwargs):
+    """A fitted SingleTaskGP and a NystromGP with every point inducing."""
+    X, Y = _data(**tkwargs)
+    d = X.shape[-1]
+    kw = {"train_Yvar": train_Yvar}
+
+    def tf():
+        return Normalize(d) if input_transform else None
+
+    ref = SingleTaskGP(X, Y, input_transform=tf(), **kw)
+    fit_gpytorch_mll(ExactMarginalLogLikelihood(ref.likelihood, ref))
+    model = NystromGP(X, Y, inducing=_all_points(len(X)), input_transform=tf(), **kw)
+    model.load_state_dict(ref.state_dict())
+    return ref, model, X, Y
+
+
+@pytest.mark.parametrize("fixed_noise", [False, True])
+def test_all_points_inducing_equals_single_task_gp(fixed_noise, tkwargs):
+    Yvar = torch.full((40, 1), 0.02, **tkwargs) if fixed_noise else None
+    ref, model, X, _ = _pair(train_Yvar=Yvar, **tkwargs)
+    Xt = 2 + 3 * torch.rand(4, 5, 3, **tkwargs)
+    for observation_noise in (False, True):
+        p_ref = ref.posterior(Xt, observation_noise=observation_noise)
+        p = model.posterior(Xt, observation_noise=observation_noise)
+        torch.testing.assert_close(p.mean, p_ref.mean, rtol=1e-6, atol=1e-8)
+        torch.testing.assert_close(
+            p.distribution.covariance_matrix,
+            p_ref.distribution.covariance_matrix.to_dense()
+            if hasattr(p_ref.distribution.covariance_matrix, "to_dense")
+            else p_ref.distribution.covariance_matrix,
+            rtol=1e-6,
+            atol=1e-8,
+        )
+    assert p.mean.shape == (4, 5, 1)
+
+
+def test_loss_equals_exact_marginal_likelihood(tkwargs):
+    ref, model, X, Y = _pair(**tkwargs)
+    ref.train()
+    model.train()
+    mll = ExactMarginalLogLikelihood(ref.likelihood, ref)
+    exact = mll(ref(*ref.train_inputs), ref.train_targets)
+    ours = -model.compute_custom_loss(
+        ExactMarginalLogLikelihood(model.likelihood, model)
+    )
+    torch.testing.assert_close(ours, exact, rtol=1e-6, atol=1e-8)
+
+
+def test_fit_matches_single_task_gp_when_every_point_is_inducing(tkwargs):
+    X, Y = _data(**tkwargs)
+    ref = SingleTaskGP(X, Y, input_transform=Normalize(3))
+    fit_gpytorch_mll(ExactMarginalLogLikelihood(ref.likelihood, ref))
+    model = NystromGP(X, Y, inducing=_all_points(40), input_transform=Normalize(3))
+    fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))
+    torch.testing.assert_close(
+        model.covar_module.lengthscale, ref.covar_module.lengthscale, rtol=1e-3, atol=0
+    )
+    Xt = 2 + 3 * torch.rand(6, 3, **tkwargs)
+    torch.testing.assert_close(
+        model.posterior(Xt).mean, ref.posterior(Xt).mean, rtol=1e-3, atol=1e-4
+    )
+
+
+def test_default_rule_fits_and_reselects(tkwargs):
+    X, Y = _data(n=200, noise_sd=0.3, **tkwargs)
+    torch.manual_seed(0)
+    model = NystromGP(X, Y, input_transform=Normalize(3))
+    before = model.inducing_index.clone()
+    fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))
+    assert isinstance(model._rule, RidgeLeverageSampler)
+    assert 0 < model.inducing_index.numel() < 200
+    assert not torch.equal(before, model.inducing_index)  # re-chosen after fitting
+    post = model.posterior(X[:5])
+    assert torch.isfinite(post.variance).all() and (post.variance > 0).all()
+
+
+def test_construction_caps_adaptive_sets_but_not_fixed_size_rules(tkwargs):
+    X, Y = _data(n=400, noise_sd=0.01, **tkwargs)
+    gen = torch.Generator().manual_seed(0)
+    model = NystromGP(X, Y, inducing=RidgeLeverageSampler(qbar=50, generator=gen))
+    assert model.inducing_index.numel() == NystromGP.initial_max_inducing
+    model.select_inducing_points()
+    assert model.inducing_index.numel() > NystromGP.initial_max_inducing
+    uniform = NystromGP(X, Y, inducing=UniformSelector(300))
+    assert uniform.inducing_index.numel() == 300
+
+
+def test_repeated_inputs_are_one_inducing_point(tkwargs):
+    X, Y = _data(n=30, **tkwargs)
+    X = torch.cat([X, X[:10]])
+    Y = torch.cat([Y, Y[:10] + 0.01])
+    model = NystromGP(X, Y, inducing=UniformSelector(100))
+    assert model.inducing_index.numel() == 30
+    assert model.inducing_points.unique(dim=0).shape[0] == 30
+
+
+def test_fixed_inducing_inputs_follow_the_input_transform(tkwargs):
+    X, Y = _data(**tkwargs)
+    Z = X[:7] + 0.01
+    model = NystromGP(X, Y, inducing=Z, input_transform=Normalize(3))
+    expected = model.input_transform.preprocess_transform(Z)
+    torch.testing.assert_close(model.inducing_points, expected)
+    fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))
+    assert model.inducing_points.shape == (7, 3)
+
+
+def test_posterior_transform_and_output_indices(tkwargs):
+    _, model, _, _ = _pair(**tkwargs)
+    Xt = 2 + 3 * torch.rand(3, 3, **tkwargs)
+    weights = torch.tensor([2.0], **tkwargs)
+    post = model.posterior(
+        Xt, posterior_transform=ScalarizedPosteriorTransform(weights)
+    )
+    torch.testing.assert_close(post.mean, 2 * model.posterior(Xt).mean)
+    model.posterior(Xt, output_indices=[0])
+    with pytest.raises(UnsupportedError):
+        model.posterior(Xt, output_indices=[1])
+
+
+def test_observation_noise_tensor_is_added(tkwargs):
+    _, model, _, _ = _pair(**tkwargs)
+    Xt = 2 + 3 * torch.rand(2, 4, 3, **tkwargs)
+    noise = torch.full((2, 4, 1), 0.3, **tkwargs)
+    base = model.posterior(Xt).variance
+    noisy = model.posterior(Xt, observation_noise=noise).variance
+    std2 = model.outcome_transform.stdvs.pow(2)
+    torch.testing.assert_close(noisy - base, 0.3 * std2.expand_as(base))
+
+
+def test_condition_on_observations_equals_refitting_on_more_data(tkwargs):
+    X, Y = _data(n=50, **tkwargs)
+    Z = X[:12]
+    full = NystromGP(X, Y, inducing=Z, input_transform=Normalize(3))
+    fit_gpytorch_mll(ExactMarginalLogLikelihood(full.likelihood, full))
+    state = full.state_dict()
+    part = NystromGP(X[:35], Y[:35], inducing=Z, input_transform=Normalize(3))
+    part.load_state_dict(state)
+    cond = part.condition_on_observations(X[35:], Y[35:])
+    Xt = 2 + 3 * torch.rand(6, 3, **tkwargs)
+    p_full, p_cond = full.posterior(Xt), cond.posterior(Xt)
+    torch.testing.assert_close(p_cond.mean, p_full.mean, rtol=1e-8, atol=1e-10)
+    torch.testing.assert_close(p_cond.variance, p_full.variance, rtol=1e-8, atol=1e-10)
+    # the observations join the data, so a cache rebuild gives the same answer
+    assert cond.train_X.shape[0] == 50
+    cond.train()
+    torch.testing.assert_close(cond.posterior(Xt).mean, p_full.mean)
+    # the original model is untouched
+    assert part.train_X.shape[0] == 35
+
+
+def test_fantasize_broadcasts_and_fantasies_are_frozen(tkwargs):
+    X, Y = _data(**tkwargs)
+    model = NystromGP(
+        X, Y, inducing=UniformSelector(15, torch.Generator().manual_seed(0))
+    )
+    sampler = SobolQMCNormalSampler(sample_shape=torch.Size([5]))
+    Xf = 2 + 3 * torch.rand(4, 2, 3, **tkwargs)
+    fantasy = model.fantasize(Xf, sampler)
+    assert fantasy.batch_shape == (5, 4)
+    post = fantasy.posterior(2 + 3 * torch.rand(4, 7, 3, **tkwargs))
+    assert post.mean.shape == (5, 4, 7, 1)
+    # variance at the fantasy points drops below the prior-conditioned one
+    before = model.posterior(Xf).variance
+    after = fantasy.posterior(Xf).variance
+    assert (after <= before.unsqueeze(0) + 1e-10).all()
+    with pytest.raises(UnsupportedError):
+        fit_gpytorch_mll(ExactMarginalLogLikelihood(fantasy.likelihood, fantasy))
+
+
+def test_fixed_noise_fantasize_and_condition(tkwargs):
+    X, Y = _data(**tkwargs)
+    Yvar = torch.full_like(Y, 0.05)
+    model = NystromGP(X, Y, Yvar, inducing=UniformSelector(20))
+    fantasy = model.fantasize(
+        X[:2], SobolQMCNormalSampler(sample_shape=torch.Size([3]))
+    )
+    assert fantasy.batch_shape == (3,)
+    with pytest.raises(UnsupportedError, match="noise"):
+        model.condition_on_observations(X[:2], Y[:2])
+    cond = model.condition_on_observations(
+        X[:2], Y[:2], noise=torch.full_like(Y[:2], 0.1)
+    )
+    assert cond.train_Yvar.shape == (42, 1)
+
+
+def test_state_dict_loads_into_a_model_on_fewer_points(tkwargs):
+    # Ax's cross-validation loads a full-data state into fold models.
+    X, Y = _data(n=60, **tkwargs)
+    full = NystromGP(X, Y, input_transform=Normalize(3))
+    fit_gpytorch_mll(ExactMarginalLogLikelihood(full.likelihood, full))
+    fold = NystromGP(X[:45], Y[:45], input_transform=Normalize(3))
+    fold.load_state_dict(full.state_dict())
+    torch.testing.assert_close(
+        fold.covar_module.lengthscale, full.covar_module.lengthscale
+    )
+    torch.testing.assert_close(
+        fold.outcome_transform.means, full.outcome_transform.means
+    )
+    torch.testing.assert_close(fold.train_targets, full.train_targets[:45])
+    assert fold.posterior(X[45:]).mean.shape == (15, 1)
+    assert all(v.shape[0] != 60 for v in full.state_dict().values() if v.dim())
+
+
+def test_constructor_is_ax_compatible(tkwargs):
+    args = inspect.getfullargspec(NystromGP).args
+    for name in (
+        "train_X",
+        "train_Y",
+        "train_Yvar",
+        "inducing",
+        "covar_module",
+        "mean_module",
+        "likelihood",
+        "outcome_transform",
+        "input_transform",
+    ):
+        assert name in args
+    X, Y = _data(**tkwargs)
+    data = SupervisedDataset(X, Y, feature_names=["a", "b", "c"], outcome_names=["y"])
+    rule = UniformSelector(5)
+    inputs = NystromGP.construct_inputs(
+        data, inducing=rule, categorical_features=[], fidelity_features=None
+    )
+    assert inputs["inducing"] is rule and torch.equal(inputs["train_X"], X)
+    with pytest.raises(UnsupportedError, match="categorical_features"):
+        NystromGP.construct_inputs(data, categorical_features=[0])
+
+
+def test_to_moves_data_and_drops_the_cache(tkwargs):
+    X, Y = _data(**tkwargs)
+    model = NystromGP(X, Y, inducing=UniformSelector(10))
+    model.posterior(X[:2])
+    model = model.float()
+    assert model.train_X.dtype == torch.float32
+    assert model.inducing_index.dtype == torch.long
+    assert model.posterior(X[:2].float()).mean.dtype == torch.float32
+
+
+def test_float32_end_to_end():
+    X, Y = _data(n=80, dtype=torch.float32)
+    model = NystromGP(X, Y, input_transform=Normalize(3))
+    fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))
+    post = model.posterior(X[:10])
+    assert post.mean.dtype == torch.float32
+    assert torch.isfinite(post.variance).all() and (post.variance >= 0).all()
+    assert (post.mean - Y[:10]).abs().mean() < 0.5
+
+
+def test_variance_stays_at_the_prior_far_from_the_data(tkwargs):
+    # Paper 000, Fig. 1 (recipe in notes/bkb.md): f drawn from a GP on [0, 1],
+    # data only in [0, 0.5]; beyond, the DTC variance is the prior variance.
+    from gpytorch.kernels import RBFKernel, ScaleKernel
+
+    g = torch.Generator().manual_seed(0)
+    grid = torch.linspace(0, 1, 400, **tkwargs).unsqueeze(-1)
+    kernel = ScaleKernel(RBFKernel()).to(**tkwargs)
+    kernel.base_kernel.lengthscale = 1 / math.sqrt(200)
+    with torch.no_grad():
+        K = kernel(grid).to_dense() + 1e-8 * torch.eye(400, **tkwargs)
+        f = torch.linalg.cholesky(K) @ torch.randn(400, generator=g, **tkwargs)
+    for t in (6, 63, 215):
+        idx = torch.randint(0, 200, (t,), generator=g)
+        X, Y = (
+            grid[idx],
+            (f[idx] + 0.1 * torch.randn(t, generator=g, **tkwargs))[:, None],
+        )
+        model = NystromGP(
+            X,
+            Y,
+            inducing=RidgeLeverageSampler(qbar=2, generator=g),
+            covar_module=kernel,
+            outcome_transform=None,
+        )
+        model.likelihood.noise = 0.01
+        model.select_inducing_points()
+        far = model.posterior(grid[grid.squeeze(-1) > 0.75].unsqueeze(-2))
+        near = model.posterior(X.unsqueeze(-2))
+        assert far.variance.min() > 0.99 * kernel.outputscale
+        assert near.variance.mean() < 0.5 * kernel.outputscale
+        assert model.inducing_index.numel() <= t
+        inside = (
+            f[:, None] - model.posterior(grid.unsqueeze(-2)).mean.squeeze(-1)
+        ).abs()
+        sd = model.posterior(grid.unsqueeze(-2)).variance.sqrt().squeeze(-1)
+        assert (inside <= 4 * sd + 0.3).float().mean() > 0.97
+
+
+def test_greedy_rule_in_the_model(tkwargs):
+    X, Y = _data(n=100, noise_sd=0.3, **tkwargs)
+    model = NystromGP(
+        X,
+        Y,
+        inducing=GreedyVarianceSelector(20, tolerance=None),
+        input_transform=Normalize(3),
+    )
+    fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))
+    assert model.inducing_index.numel() == 20
+
+
+@pytest.mark.parametrize(
+    "make, error, match",
+    [
+        (
+            lambda X, Y: (X.clone().index_fill_(0, torch.tensor([3]), float("nan")), Y),
+            InputDataError,
+            "train_X contains NaN",
+        ),
+        (
+            lambda X, Y: (X, Y.clone().index_fill_(0, torch.tensor([3]), float("inf"))),
+            InputDataError,
+            "train_Y contains infinite",
+        ),
+        (lambda X, Y: (X[:5], Y[:6]), BotorchTensorDimensionError, "rows"),
+        (lambda X, Y: (X[:0], Y[:0]), InputDataError, "at least one"),
+        (lambda X, Y: (X, Y.squeeze(-1)), BotorchTensorDimensionError, "n x 1"),
+        (lambda X, Y: (X, Y.expand(-1, 2)), UnsupportedError, "single output"),
+        (
+            lambda X, Y: (X.expand(2, -1, -1), Y.expand(2, -1, -1)),
+            UnsupportedError,
+            "batched",
+        ),
+    ],
+)
+def test_bad_training_data_gets_a_clear_error(make, error, match, tkwargs):
+    X, Y = make(*_data(**tkwargs))
+    with pytest.raises(error, match=match):
+        NystromGP(X, Y)
+
+
+def test_negative_noise_and_bad_inducing_are_rejected(tkwargs):
+    X, Y = _data(**tkwargs)
+    with pytest.raises(InputDataError, match="negative"):
+        NystromGP(X, Y, train_Yvar=torch.full_like(Y, -0.1))
+    with pytest.raises(InputDataError, match="Inducing inputs"):
+        NystromGP(X, Y, inducing=torch.rand(5, 2, **tkwargs))
+    with pytest.raises(InputDataError, match="inducing must be"):
+        NystromGP(X, Y, inducing=7)
+
+
+def test_bad_test_inputs_get_a_clear_error(tkwargs):
+    X, Y = _data(**tkwargs)
+    model = NystromGP(X, Y, input_transform=Normalize(3))
+    with pytest.raises(BotorchTensorDimensionError, match="trained on 3"):
+        model.posterior(torch.rand(4, 2, **tkwargs))
+    with pytest.raises(InputDataError, match="NaN"):
+        model.posterior(torch.full((4, 3), float("nan"), **tkwargs))
+    with pytest.raises(InputDataError, match="NaN"):
+        model.condition_on_observations(
+            X[:1], torch.full((1, 1), float("nan"), **tkwargs)
+        )
+
+
+def test_standardize_default_and_none(tkwargs):
+    X, Y = _data(**tkwargs)
+    assert isinstance(NystromGP(X, Y).outcome_transform, Standardize)
+    assert not hasattr(NystromGP(X, Y, outcome_transform=None), "outcome_transform")

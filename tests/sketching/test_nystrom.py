@@ -1,0 +1,109 @@
+import torch
+from gpytorch.kernels import RBFKernel, ScaleKernel
+
+from botorch_sketch.sketching import NystromEmbedding
+
+
+def _kernel(lengthscale=0.3):
+    k = ScaleKernel(RBFKernel()).double()
+    k.base_kernel.lengthscale = lengthscale
+    k.outputscale = 1.7
+    return k
+
+
+def test_embedding_reproduces_nystrom_approximation(tkwargs):
+    torch.manual_seed(0)
+    k = _kernel()
+    S, X = torch.rand(15, 2, **tkwargs), torch.rand(40, 2, **tkwargs)
+    emb = NystromEmbedding(k, S)
+    with torch.no_grad():
+        Z = emb(X)
+        K_XS, K_SS = k(X, S).to_dense(), k(S).to_dense()
+        expected = K_XS @ torch.linalg.solve(K_SS, K_XS.mT)
+    assert emb.dim == 15
+    torch.testing.assert_close(Z @ Z.mT, expected, rtol=1e-8, atol=1e-10)
+
+
+def test_duplicates_shrink_the_embedding_but_not_the_approximation(tkwargs):
+    torch.manual_seed(1)
+    k = _kernel()
+    S = torch.rand(10, 2, **tkwargs)
+    X = torch.rand(30, 2, **tkwargs)
+    emb = NystromEmbedding(k, torch.cat([S, S[:4]]))
+    with torch.no_grad():
+        Z, Z_ref = emb(X), NystromEmbedding(k, S)(X)
+    assert emb.dim == 10
+    torch.testing.assert_close(Z @ Z.mT, Z_ref @ Z_ref.mT, rtol=1e-8, atol=1e-10)
+
+
+def test_residual_variance_is_zero_on_inducing_points_and_prior_far_away(tkwargs):
+    k = _kernel(lengthscale=0.1)
+    S = torch.linspace(0, 0.5, 8, **tkwargs).unsqueeze(-1)
+    emb = NystromEmbedding(k, S)
+    with torch.no_grad():
+        on = emb.residual_variance(S)
+        far = emb.residual_variance(torch.tensor([[5.0]], **tkwargs))
+    assert on.abs().max() < 1e-8
+    torch.testing.assert_close(far, torch.tensor([1.7], **tkwargs))
+
+
+def test_extended_matches_a_fresh_embedding(tkwargs):
+    torch.manual_seed(2)
+    k = _kernel()
+    S, X = torch.rand(12, 3, **tkwargs), torch.rand(25, 3, **tkwargs)
+    with torch.no_grad():
+        emb = NystromEmbedding(k, S[:6])
+        for i in range(6, 12):
+            emb = emb.extended(S[i])
+        fresh = NystromEmbedding(k, S)
+        Z, Zf = emb(X), fresh(X)
+        # the old coordinates are kept, so the first 6 agree exactly
+        torch.testing.assert_close(Z[:, :6], NystromEmbedding(k, S[:6])(X))
+    torch.testing.assert_close(Z @ Z.mT, Zf @ Zf.mT, rtol=1e-8, atol=1e-10)
+
+
+def test_extended_refuses_a_point_in_the_span(tkwargs):
+    k = _kernel()
+    S = torch.rand(5, 2, **tkwargs)
+    with torch.no_grad():
+        emb = NystromEmbedding(k, S)
+        assert emb.extended(S[2]) is None
+        assert emb.extended(S[2] + 0.5) is not None
+
+
+def test_empty_inducing_set_embeds_into_zero_dimensions(tkwargs):
+    emb = NystromEmbedding(_kernel(), torch.empty(0, 2, **tkwargs))
+    Z = emb(torch.rand(7, 2, **tkwargs))
+    assert Z.shape == (7, 0)
+    torch.testing.assert_close(
+        emb.residual_variance(torch.rand(3, 2, **tkwargs)).detach(),
+        torch.full((3,), 1.7, **tkwargs),
+    )
+
+
+def test_gradient_is_finite_with_degenerate_inducing_spectrum(tkwargs):
+    # Repeated inducing points give repeated zero eigenvalues, where the gradient
+    # of eigh is infinite; the embedding must not inherit that.
+    k = _kernel()
+    S = torch.rand(6, 2, **tkwargs)
+    emb = NystromEmbedding(k, torch.cat([S, S, S]))
+    X = torch.rand(20, 2, **tkwargs)
+    Z = emb(X)
+    (Z @ Z.mT).sum().backward()
+    grads = [p.grad for p in k.parameters()]
+    assert all(g is not None and torch.isfinite(g).all() for g in grads)
+    assert any(g.abs().sum() > 0 for g in grads)
+
+
+def test_gradient_matches_the_exact_nystrom_gradient(tkwargs):
+    torch.manual_seed(3)
+    k = _kernel()
+    S, X = torch.rand(8, 2, **tkwargs), torch.rand(20, 2, **tkwargs)
+    Z = NystromEmbedding(k, S)(X)
+    (Z @ Z.mT).sum().backward()
+    ours = [p.grad.clone() for p in k.parameters()]
+    k.zero_grad()
+    K_XS, K_SS = k(X, S).to_dense(), k(S).to_dense()
+    (K_XS @ torch.linalg.solve(K_SS, K_XS.mT)).sum().backward()
+    for a, p in zip(ours, k.parameters(), strict=True):
+        torch.testing.assert_close(a, p.grad, rtol=1e-6, atol=1e-8)

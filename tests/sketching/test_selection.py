@@ -1,0 +1,184 @@
+import math
+
+import pytest
+import torch
+from botorch.exceptions.errors import InputDataError
+from gpytorch.kernels import RBFKernel, ScaleKernel
+
+from botorch_sketch.sketching import (
+    DTCPosterior,
+    DTCStatistics,
+    FixedSelector,
+    GreedyVarianceSelector,
+    InducingSetCapWarning,
+    NystromEmbedding,
+    RidgeLeverageSampler,
+    UniformSelector,
+    distinct_rows,
+    expected_size,
+    leverage_scores,
+    posterior_variance,
+)
+
+
+def _kernel(lengthscale=0.1):
+    k = ScaleKernel(RBFKernel()).double()
+    k.base_kernel.lengthscale = lengthscale
+    k.outputscale = 1.0
+    return k
+
+
+def _gen(seed):
+    return torch.Generator().manual_seed(seed)
+
+
+def _exact_variance(k, X, noise):
+    K = k(X).to_dense()
+    return K.diagonal() - (K @ torch.linalg.solve(K + torch.diag(noise), K)).diagonal()
+
+
+def _dtc_variance(k, X, noise, idx):
+    emb = NystromEmbedding(k, X[idx])
+    post = DTCPosterior(DTCStatistics.from_data(emb, X, torch.zeros_like(noise), noise))
+    return posterior_variance(emb, post, X)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_bkb_sets_keep_variances_within_a_factor_three(seed, tkwargs):
+    # Theorem 1 of paper 000 with alpha = 3, in the setting of notes/bkb.md.
+    k = _kernel()
+    X = torch.rand(600, 1, generator=_gen(100 + seed), **tkwargs)
+    noise = torch.full((600,), 0.01, **tkwargs)
+    with torch.no_grad():
+        idx = RidgeLeverageSampler(qbar=10, generator=_gen(seed)).select(X, k, noise)
+        exact = _exact_variance(k, X, noise)
+        ratio = _dtc_variance(k, X, noise, idx) / exact
+    d_eff = float((exact / noise).sum())  # tr(K (K + lambda I)^-1)
+    assert idx.numel() < 2 * 10 * d_eff < 600  # the set follows d_eff, not n
+    assert ratio.min() > 1 / 3 and ratio.max() < 3
+
+
+def test_resampled_size_is_close_to_the_sum_of_probabilities(tkwargs):
+    k = _kernel()
+    X = torch.rand(400, 1, generator=_gen(0), **tkwargs)
+    noise = torch.full((400,), 0.01, **tkwargs)
+    counts = torch.randint(1, 4, (400,), generator=_gen(1))
+    sampler = RidgeLeverageSampler(qbar=2, generator=_gen(2))
+    with torch.no_grad():
+        current = sampler.select(X, k, noise, counts)
+        p = sampler.inclusion_probabilities(X, k, noise, counts, current)
+        keep = 1 - (1 - p).pow(counts)
+        sizes = torch.tensor(
+            [sampler.resample(X, k, noise, counts, current).numel() for _ in range(40)],
+            dtype=torch.double,
+        )
+    mean, sd = expected_size(p, counts), math.sqrt(float((keep * (1 - keep)).sum()))
+    assert 1 < mean < 400
+    assert abs(sizes.mean() - mean) < 3 * sd / math.sqrt(40) + 0.5
+    assert (sizes - mean).abs().max() < 5 * sd + 1
+
+
+def test_repeated_observations_raise_inclusion(tkwargs):
+    k = _kernel()
+    X = torch.rand(100, 1, generator=_gen(0), **tkwargs)
+    noise = torch.full((100,), 0.01, **tkwargs)
+    sampler = RidgeLeverageSampler(qbar=0.5)
+    current = torch.arange(0, 100, 10)
+    with torch.no_grad():
+        once = expected_size(
+            sampler.inclusion_probabilities(X, k, noise, None, current)
+        )
+        counts = torch.full((100,), 5)
+        p = sampler.inclusion_probabilities(X, k, noise, counts, current)
+    assert expected_size(p, counts) > once
+
+
+def test_sampler_is_deterministic_under_a_seed_and_never_empty(tkwargs):
+    k = _kernel()
+    X = torch.rand(200, 2, generator=_gen(0), **tkwargs)
+    noise = torch.full((200,), 0.1, **tkwargs)
+    a = RidgeLeverageSampler(qbar=3, generator=_gen(7)).select(X, k, noise)
+    b = RidgeLeverageSampler(qbar=3, generator=_gen(7)).select(X, k, noise)
+    c = RidgeLeverageSampler(qbar=3, generator=_gen(8)).select(X, k, noise)
+    assert torch.equal(a, b) and not torch.equal(a, c)
+    tiny = RidgeLeverageSampler(qbar=1e-9, generator=_gen(0)).select(X, k, noise)
+    assert tiny.numel() == 1
+
+
+def test_large_qbar_keeps_every_point(tkwargs):
+    k = _kernel()
+    X = torch.rand(50, 2, generator=_gen(0), **tkwargs)
+    noise = torch.full((50,), 0.01, **tkwargs)
+    idx = RidgeLeverageSampler(qbar=1e8, generator=_gen(0)).select(X, k, noise)
+    assert idx.numel() == 50
+
+
+def test_cap_scales_qbar_and_warns(tkwargs):
+    k = _kernel(lengthscale=0.02)
+    X = torch.rand(500, 1, generator=_gen(0), **tkwargs)
+    noise = torch.full((500,), 1e-3, **tkwargs)
+    sampler = RidgeLeverageSampler(qbar=10, max_size=40, generator=_gen(1))
+    with pytest.warns(InducingSetCapWarning):
+        idx = sampler.select(X, k, noise)
+    assert idx.numel() < 60
+
+
+def test_greedy_variance_is_a_pivoted_cholesky(tkwargs):
+    k = _kernel(lengthscale=0.3)
+    X = torch.rand(80, 2, generator=_gen(0), **tkwargs)
+    noise = torch.full((80,), 0.01, **tkwargs)
+    with torch.no_grad():
+        idx = GreedyVarianceSelector(num_inducing=10, tolerance=None).select(
+            X, k, noise
+        )
+        assert idx.numel() == 10 and idx.unique().numel() == 10
+        # Each pick maximises the residual variance given the earlier picks.
+        for j in range(1, 10):
+            residual = NystromEmbedding(k, X[idx[:j]]).residual_variance(X)
+            assert residual[idx[j]] >= residual.max() - 1e-9
+        # With a tolerance it stops once every leverage is small.
+        short = GreedyVarianceSelector(num_inducing=80, tolerance=1e-2).select(
+            X, k, noise
+        )
+        residual = NystromEmbedding(k, X[short]).residual_variance(X)
+    assert short.numel() < 80
+    assert residual.max() / 0.01 < 1e-2
+
+
+def test_uniform_and_fixed_rules(tkwargs):
+    k = _kernel()
+    X = torch.rand(30, 2, **tkwargs)
+    noise = torch.full((30,), 0.1, **tkwargs)
+    a = UniformSelector(8, generator=_gen(3)).select(X, k, noise)
+    b = UniformSelector(8, generator=_gen(3)).select(X, k, noise)
+    assert torch.equal(a, b) and a.unique().numel() == 8
+    assert UniformSelector(100).select(X, k, noise).numel() == 30
+    fixed = FixedSelector(torch.tensor([3, 1, 3])).select(X, k, noise)
+    assert fixed.tolist() == [1, 3]
+    with pytest.raises(InputDataError, match="FixedSelector"):
+        FixedSelector(torch.tensor([30])).select(X, k, noise)
+
+
+def test_leverage_scores_are_bounded_by_prior_over_noise(tkwargs):
+    k = _kernel()
+    X = torch.rand(60, 1, generator=_gen(0), **tkwargs)
+    noise = torch.full((60,), 0.05, **tkwargs)
+    scores = leverage_scores(X, k, noise, None, torch.arange(5))
+    assert scores.min() >= 0 and scores.max() <= 1.0 / 0.05 + 1e-9
+
+
+def test_distinct_rows(tkwargs):
+    X = torch.tensor([[1.0, 2.0], [0.0, 1.0], [1.0, 2.0], [3.0, 3.0]], **tkwargs)
+    first, inverse, counts = distinct_rows(X)
+    assert torch.equal(X[first][inverse], X)
+    assert sorted(first.tolist()) == [0, 1, 3]
+    assert counts.sum() == 4 and counts.max() == 2
+
+
+def test_rules_reject_bad_configuration():
+    with pytest.raises(ValueError):
+        RidgeLeverageSampler(qbar=0)
+    with pytest.raises(ValueError):
+        GreedyVarianceSelector(num_inducing=0)
+    with pytest.raises(ValueError):
+        UniformSelector(num_inducing=0)
