@@ -475,6 +475,8 @@ class NystromGP(GPyTorchModel, GP, FantasizeMixin):
                 f"Y must have shape batch_shape x n' x 1, got {tuple(Y.shape)}."
             )
         check_test_inputs(X, self.train_X.shape[-1])
+        # Transforms must apply their fitted statistics, not re-fit on Y.
+        self.eval()
         if not bool(torch.isfinite(Y).all()):
             raise InputDataError("Y contains NaN or infinite values.")
         X_tf = self.transform_inputs(X)

@@ -155,7 +155,7 @@ class RidgeLeverageSampler(InducingSelector):
 
     def __init__(
         self,
-        qbar: float = 4.0,
+        qbar: float = 2.0,
         max_size: int | None = 1024,
         num_passes: int = 3,
         initial_size: int = 64,
