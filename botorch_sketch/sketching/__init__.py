@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 r"""The mathematics shared by every model and bandit policy.
 
-Nystrom embeddings, the DTC posterior in their coordinates, and inducing-set
-rules. Torch and gpytorch kernels only; nothing here knows about BoTorch models.
+Nystrom embeddings, the DTC posterior in their coordinates, inducing-set rules,
+and SGD tracking of least-squares solutions. Torch and gpytorch kernels only;
+nothing here knows about BoTorch models.
 """
 
 from botorch_sketch.sketching.dtc import DTCPosterior, DTCStatistics, posterior_variance
@@ -18,8 +19,24 @@ from botorch_sketch.sketching.selection import (
     expected_size,
     leverage_scores,
 )
+from botorch_sketch.sketching.sgd import (
+    Constant,
+    HarmonicStep,
+    InverseRidge,
+    OffsetHarmonicStep,
+    PowerRidge,
+    Schedule,
+    SGDLeastSquares,
+)
 
 __all__ = [
+    "Constant",
+    "HarmonicStep",
+    "InverseRidge",
+    "OffsetHarmonicStep",
+    "PowerRidge",
+    "SGDLeastSquares",
+    "Schedule",
     "DTCPosterior",
     "DTCStatistics",
     "FixedSelector",

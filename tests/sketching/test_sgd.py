@@ -1,0 +1,112 @@
+import math
+
+import pytest
+import torch
+from botorch.exceptions.errors import BotorchTensorDimensionError, InputDataError
+
+from botorch_sketch.sketching.sgd import (
+    Constant,
+    HarmonicStep,
+    InverseRidge,
+    OffsetHarmonicStep,
+    PowerRidge,
+    SGDLeastSquares,
+)
+
+
+def _sphere(n, d, seed):
+    g = torch.Generator().manual_seed(seed)
+    X = torch.randn(n, d, generator=g, dtype=torch.double)
+    X = X / X.norm(dim=-1, keepdim=True)
+    theta = torch.randn(d, generator=g, dtype=torch.double)
+    theta = theta / theta.norm()
+    y = X @ theta + 0.5 * (2 * torch.rand(n, generator=g, dtype=torch.double) - 1)
+    return X, y
+
+
+def test_tracking_error_decays_like_inverse_square_root_of_n():
+    # Theorem 1 of paper 002: ||theta_n - theta_hat_n|| = O(n^-1/2) with
+    # gamma_n = c / (4 (c + n)) and mu c / 4 in (2/3, 1) (mu = 1/d on the sphere).
+    d, n = 8, 16000
+    X, y = _sphere(n, d, seed=0)
+    checkpoints = [500, 1000, 2000, 4000, 8000, 16000]
+    slopes = []
+    for seed in range(3):
+        solver = SGDLeastSquares(
+            d, HarmonicStep(3.5 * d), generator=torch.Generator().manual_seed(seed)
+        )
+        A = torch.zeros(d, d, dtype=torch.double)
+        b = torch.zeros(d, dtype=torch.double)
+        errors = []
+        for t in range(n):
+            solver.observe(X[t], y[t])
+            A += torch.outer(X[t], X[t])
+            b += y[t] * X[t]
+            if t + 1 in checkpoints:
+                errors.append(float((solver.theta - torch.linalg.solve(A, b)).norm()))
+        logs = torch.tensor([[math.log(c), 1.0] for c in checkpoints])
+        fit = torch.linalg.lstsq(logs, torch.tensor(errors).log().unsqueeze(-1))
+        slopes.append(float(fit.solution[0]))
+    slope = sum(slopes) / len(slopes)
+    assert -0.8 < slope < -0.3, slopes
+
+
+def test_ridge_fixed_point_is_the_regularised_solution():
+    d = 5
+    X, y = _sphere(200, d, seed=1)
+    solver = SGDLeastSquares(
+        d,
+        Constant(0.02),
+        ridge=InverseRidge(2.0),
+        averaging=True,
+        generator=torch.Generator().manual_seed(0),
+    )
+    solver.observe_batch(X, y)
+    for _ in range(30000):
+        solver.sgd_step()
+    target = torch.linalg.solve(X.mT @ X + 2.0 * torch.eye(d, dtype=X.dtype), X.mT @ y)
+    torch.testing.assert_close(solver.reference_solution(), target)
+    assert (solver.estimate - target).norm() < 0.05 * target.norm()
+    # averaging removes most of the constant-step noise
+    assert (solver.estimate - target).norm() < (solver.theta - target).norm()
+
+
+def test_deterministic_under_a_seed():
+    X, y = _sphere(300, 4, seed=2)
+    runs = []
+    for seed in (5, 5, 6):
+        solver = SGDLeastSquares(
+            4,
+            OffsetHarmonicStep(100),
+            ridge=PowerRidge(0.6),
+            generator=torch.Generator().manual_seed(seed),
+        )
+        solver.observe_batch(X, y)
+        runs.append(solver.theta)
+    assert torch.equal(runs[0], runs[1]) and not torch.equal(runs[0], runs[2])
+
+
+def test_history_grows_past_its_initial_buffer():
+    X, y = _sphere(150, 3, seed=3)
+    solver = SGDLeastSquares(3, HarmonicStep(10.0))
+    solver.observe_batch(X, y)
+    assert solver.n == 150 and torch.equal(solver.X, X) and torch.equal(solver.y, y)
+
+
+def test_schedules():
+    assert HarmonicStep(4.0)(4) == pytest.approx(4 / 32)
+    assert OffsetHarmonicStep(100)(50) == pytest.approx(1 / 150)
+    assert InverseRidge(3.0)(6) == pytest.approx(0.5)
+    assert PowerRidge(0.6, 2.0)(32) == pytest.approx(2 * 32**-0.4)
+    for bad in (lambda: HarmonicStep(0), lambda: PowerRidge(1.0), lambda: Constant(-1)):
+        with pytest.raises(ValueError):
+            bad()
+
+
+def test_bad_observations_get_clear_errors():
+    solver = SGDLeastSquares(3, HarmonicStep(10.0))
+    with pytest.raises(BotorchTensorDimensionError, match="shape"):
+        solver.observe(torch.ones(4, dtype=torch.double), 1.0)
+    with pytest.raises(InputDataError, match="NaN"):
+        solver.observe(torch.tensor([1.0, float("nan"), 0.0]), 1.0)
+    assert solver.n == 0
