@@ -256,6 +256,7 @@ class SGDLeastSquares:
         X, y = self.X.double(), self.y.double()
         A, b = X.mT @ X, X.mT @ y
         if self.ridge is not None and self.n > 0:
-            A = A + self.n * self.ridge(self.n) * torch.eye(self.dim, dtype=A.dtype)
+            eye = torch.eye(self.dim, dtype=A.dtype, device=A.device)
+            A = A + self.n * self.ridge(self.n) * eye
             return torch.linalg.solve(A, b).to(self.theta)
         return (torch.linalg.pinv(A, hermitian=True) @ b).to(self.theta)
