@@ -1,0 +1,193 @@
+#!/usr/bin/env python3
+r"""Bandit environments with known expected rewards, so regret can be booked.
+
+- :class:`FiniteArmEnvironment`: ``A`` arms with expected rewards and Gaussian
+  noise. Constructors build the three standard problems: a function drawn from a
+  GP (:meth:`~FiniteArmEnvironment.gp_sample`), the linear example of the BKB
+  authors (:meth:`~FiniteArmEnvironment.linear`), and a BoTorch test function on
+  a Sobol arm set (:meth:`~FiniteArmEnvironment.from_test_function`).
+- :class:`ContextualEnvironment`: each round offers candidate feature vectors and
+  knows their expected rewards.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+
+import torch
+from botorch.exceptions.errors import InputDataError
+from botorch.test_functions.synthetic import SyntheticTestFunction
+from gpytorch.kernels import Kernel
+from torch import Tensor
+from torch.quasirandom import SobolEngine
+
+from botorch_sketch.sketching.chunks import chunk_size_for, row_chunks
+from botorch_sketch.sketching.nystrom import NystromEmbedding
+
+
+def _seed_from(generator: torch.Generator | None) -> int:
+    return int(torch.randint(2**31 - 1, (1,), generator=generator))
+
+
+class FiniteArmEnvironment:
+    r"""``A`` arms with expected rewards ``means`` and Gaussian reward noise."""
+
+    def __init__(
+        self,
+        arms: Tensor,
+        means: Tensor,
+        noise_std: float,
+        generator: torch.Generator | None = None,
+        rkhs_norm: float | None = None,
+    ) -> None:
+        r"""Build the environment.
+
+        Args:
+            arms: A ``A x d`` tensor of arm features.
+            means: A ``A`` tensor of expected rewards.
+            noise_std: Standard deviation of the reward noise.
+            generator: The random generator of the reward noise.
+            rkhs_norm: The RKHS norm of the reward function where it is known
+                (the ``F`` of BKB's confidence width), else None.
+        """
+        if arms.ndim != 2 or means.shape != arms.shape[:1]:
+            raise InputDataError(
+                f"arms must be A x d and means A, got {tuple(arms.shape)} and "
+                f"{tuple(means.shape)}."
+            )
+        if noise_std < 0:
+            raise InputDataError(f"noise_std must be non-negative, got {noise_std}.")
+        self.arms = arms
+        self.means = means
+        self.noise_std = float(noise_std)
+        self.generator = generator
+        self.rkhs_norm = rkhs_norm
+
+    @property
+    def best_mean(self) -> float:
+        r"""The largest expected reward."""
+        return float(self.means.max())
+
+    def pull(self, indices: Tensor) -> Tensor:
+        r"""Noisy rewards of the arms ``indices`` (a ``q`` tensor)."""
+        noise = torch.randn(
+            indices.shape, generator=self.generator, dtype=self.means.dtype
+        ).to(self.means.device)
+        return self.means[indices] + self.noise_std * noise
+
+    def regret(self, indices: Tensor) -> Tensor:
+        r"""Expected instantaneous regret ``max_a f(a) - f(x)`` of each pull."""
+        return self.means.max() - self.means[indices]
+
+    @classmethod
+    def gp_sample(
+        cls,
+        arms: Tensor,
+        kernel: Kernel,
+        noise_fraction: float = 0.01,
+        num_centres: int = 1000,
+        generator: torch.Generator | None = None,
+    ) -> FiniteArmEnvironment:
+        r"""A function drawn from ``GP(0, k)`` on the arms.
+
+        The draw is ``f = z(x)^T xi``, ``xi ~ N(0, I)``, in the Nystrom embedding of
+        ``num_centres`` random arms: at the centres this is exactly ``N(0, K)``, and
+        elsewhere it is the GP conditioned on those values, which for smooth
+        kernels (whose Gram matrices have a numerical rank below
+        ``num_centres``) is the GP draw itself. Its RKHS norm is ``||xi||``. The
+        noise is set as in the BKB authors' example, ``std = sqrt(noise_fraction
+        * (max f - min f))``.
+
+        Args:
+            arms: A ``A x d`` tensor of arms.
+            kernel: The gpytorch kernel of the prior.
+            noise_fraction: The noise variance as a fraction of the range of f.
+            num_centres: How many arms the draw is conditioned on.
+            generator: The random generator (draw, centres and reward noise).
+
+        Returns:
+            The environment.
+        """
+        A = arms.shape[0]
+        perm = torch.randperm(A, generator=generator)[: min(num_centres, A)]
+        with torch.no_grad():
+            embedding = NystromEmbedding(kernel, arms[perm.to(arms.device)])
+            xi = torch.randn(embedding.dim, generator=generator, dtype=arms.dtype)
+            xi = xi.to(arms.device)
+            chunk = chunk_size_for(embedding.num_inducing)
+            means = torch.cat(
+                [embedding(arms[rows]) @ xi for rows in row_chunks(A, chunk)]
+            )
+        noise_std = (noise_fraction * float(means.max() - means.min())) ** 0.5
+        return cls(arms, means, noise_std, generator, rkhs_norm=float(xi.norm()))
+
+    @classmethod
+    def linear(
+        cls,
+        num_arms: int = 1000,
+        dim: int = 3,
+        noise_fraction: float = 0.01,
+        generator: torch.Generator | None = None,
+        dtype: torch.dtype = torch.double,
+    ) -> FiniteArmEnvironment:
+        r"""The BKB authors' example: ``f(x) = x^T w`` on Gaussian arms.
+
+        Arms and ``w`` are standard normal; the noise variance is
+        ``noise_fraction * (max f - min f)``.
+        """
+        arms = torch.randn(num_arms, dim, generator=generator, dtype=dtype)
+        w = torch.randn(dim, generator=generator, dtype=dtype)
+        means = arms @ w
+        noise_std = (noise_fraction * float(means.max() - means.min())) ** 0.5
+        return cls(arms, means, noise_std, generator, rkhs_norm=float(w.norm()))
+
+    @classmethod
+    def from_test_function(
+        cls,
+        test_function: SyntheticTestFunction,
+        num_arms: int,
+        noise_fraction: float = 0.01,
+        generator: torch.Generator | None = None,
+        dtype: torch.dtype = torch.double,
+    ) -> FiniteArmEnvironment:
+        r"""A BoTorch test function on a scrambled Sobol arm set in its bounds.
+
+        Rewards are the noiseless function values (build the function with
+        ``negate=True`` for minimisation problems); arms are scaled to the unit
+        cube, as a kernel model expects.
+        """
+        d = test_function.dim
+        sobol = SobolEngine(d, scramble=True, seed=_seed_from(generator))
+        unit = sobol.draw(num_arms, dtype=dtype)
+        bounds = test_function.bounds.to(dtype)
+        with torch.no_grad():
+            means = test_function(
+                bounds[0] + (bounds[1] - bounds[0]) * unit, noise=False
+            )
+        noise_std = (noise_fraction * float(means.max() - means.min())) ** 0.5
+        return cls(unit, means, noise_std, generator)
+
+
+class ContextualEnvironment(ABC):
+    r"""A contextual bandit offering candidates with known expected rewards."""
+
+    def __init__(self, noise_std: float, generator: torch.Generator | None) -> None:
+        r"""Store the reward noise and the random generator."""
+        self.noise_std = noise_std
+        self.generator = generator
+
+    @abstractmethod
+    def candidates(self) -> tuple[Tensor, Tensor]:
+        r"""Draw a round.
+
+        Returns:
+            The ``C x d`` candidate features (context joined with each action) and
+            their ``C`` expected rewards.
+        """
+
+    def noisy(self, expected: Tensor) -> Tensor:
+        r"""A noisy observation of expected rewards."""
+        noise = torch.randn(
+            expected.shape, generator=self.generator, dtype=expected.dtype
+        ).to(expected.device)
+        return expected + self.noise_std * noise

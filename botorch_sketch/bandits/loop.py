@@ -1,0 +1,173 @@
+#!/usr/bin/env python3
+r"""Bandit loops with regret bookkeeping, timing, progress bars and plots."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import torch
+from torch import Tensor
+from tqdm.auto import tqdm
+
+from botorch_sketch.bandits.environments import (
+    ContextualEnvironment,
+    FiniteArmEnvironment,
+)
+from botorch_sketch.bandits.policy import ContextualPolicy, FiniteArmPolicy
+
+
+@dataclass
+class BanditTrace:
+    r"""What happened in one run, one entry per step.
+
+    Attributes:
+        name: The policy's name.
+        regret: Expected regret of each step (summed over the batch).
+        reward: Observed reward of each step (summed over the batch).
+        step_time: Wall time of ``select`` plus ``update`` of each step (s).
+        dictionary_size: The policy's dictionary size after each step.
+        indices: The arms (finite) or candidate rows (contextual) chosen.
+    """
+
+    name: str
+    regret: list[float] = field(default_factory=list)
+    reward: list[float] = field(default_factory=list)
+    step_time: list[float] = field(default_factory=list)
+    dictionary_size: list[int] = field(default_factory=list)
+    indices: list[Tensor] = field(default_factory=list)
+
+    @property
+    def num_steps(self) -> int:
+        r"""The number of steps taken."""
+        return len(self.regret)
+
+    @property
+    def cumulative_regret(self) -> Tensor:
+        r"""Cumulative expected regret after each step."""
+        return torch.tensor(self.regret, dtype=torch.double).cumsum(0)
+
+    @property
+    def cumulative_reward(self) -> Tensor:
+        r"""Cumulative observed reward after each step."""
+        return torch.tensor(self.reward, dtype=torch.double).cumsum(0)
+
+    @property
+    def total_time(self) -> float:
+        r"""Total policy time (s)."""
+        return float(sum(self.step_time))
+
+    @property
+    def chosen(self) -> Tensor:
+        r"""All chosen indices, concatenated."""
+        return torch.cat(self.indices) if self.indices else torch.empty(0)
+
+
+def run_finite(
+    policy: FiniteArmPolicy,
+    env: FiniteArmEnvironment,
+    num_steps: int,
+    batch_size: int = 1,
+    progress: bool = True,
+    name: str | None = None,
+) -> BanditTrace:
+    r"""Run a finite-arm policy for ``num_steps`` steps of ``batch_size`` pulls.
+
+    Args:
+        policy: The policy, on the environment's arms.
+        env: The environment.
+        num_steps: The number of steps.
+        batch_size: Arms pulled per step.
+        progress: Show a progress bar.
+        name: The trace's name; defaults to the policy's.
+
+    Returns:
+        The trace of the run.
+    """
+    trace = BanditTrace(name=name or policy.name)
+    for _ in tqdm(range(num_steps), desc=trace.name, disable=not progress, leave=False):
+        start = time.perf_counter()
+        indices = policy.select(batch_size)
+        mid = time.perf_counter()
+        rewards = env.pull(indices)
+        resume = time.perf_counter()
+        policy.update(indices, rewards)
+        end = time.perf_counter()
+        trace.step_time.append((mid - start) + (end - resume))
+        trace.regret.append(float(env.regret(indices).sum()))
+        trace.reward.append(float(rewards.sum()))
+        trace.dictionary_size.append(policy.dictionary_size)
+        trace.indices.append(indices.detach().cpu())
+    return trace
+
+
+def run_contextual(
+    policy: ContextualPolicy,
+    env: ContextualEnvironment,
+    num_rounds: int,
+    progress: bool = True,
+    name: str | None = None,
+) -> BanditTrace:
+    r"""Run a contextual policy for ``num_rounds`` rounds.
+
+    Regret is measured against the best candidate available in each round.
+
+    Args:
+        policy: The policy.
+        env: The environment.
+        num_rounds: The number of rounds.
+        progress: Show a progress bar.
+        name: The trace's name; defaults to the policy's.
+
+    Returns:
+        The trace of the run.
+    """
+    trace = BanditTrace(name=name or policy.name)
+    for _ in tqdm(
+        range(num_rounds), desc=trace.name, disable=not progress, leave=False
+    ):
+        candidates, expected = env.candidates()
+        start = time.perf_counter()
+        index = policy.select(candidates)
+        mid = time.perf_counter()
+        reward = env.noisy(expected[index].reshape(1))
+        resume = time.perf_counter()
+        policy.update(candidates[index].reshape(1, -1), reward)
+        end = time.perf_counter()
+        trace.step_time.append((mid - start) + (end - resume))
+        trace.regret.append(float(expected.max() - expected[index]))
+        trace.reward.append(float(reward.sum()))
+        trace.dictionary_size.append(policy.dictionary_size)
+        trace.indices.append(index.detach().cpu().reshape(1))
+    return trace
+
+
+def plot_traces(traces: list[BanditTrace], path: str, window: int = 50) -> None:
+    r"""Plot cumulative regret, time per step and dictionary size against t.
+
+    Args:
+        traces: The runs to compare.
+        path: Where to write the figure (any matplotlib format).
+        window: Steps averaged in the time-per-step curve.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4))
+    for trace in traces:
+        t = torch.arange(1, trace.num_steps + 1)
+        axes[0].plot(t, trace.cumulative_regret, label=trace.name)
+        step = torch.tensor(trace.step_time, dtype=torch.double)
+        w = max(1, min(window, trace.num_steps))
+        smooth = step.unfold(0, w, 1).mean(-1) if trace.num_steps >= w else step
+        axes[1].plot(t[w - 1 :] if trace.num_steps >= w else t, 1e3 * smooth)
+        axes[2].plot(t, trace.dictionary_size)
+    axes[0].set(xlabel="t", ylabel="cumulative regret")
+    axes[1].set(xlabel="t", ylabel=f"ms per step ({window}-step mean)", yscale="log")
+    axes[2].set(xlabel="t", ylabel="dictionary size")
+    axes[0].legend(fontsize="small")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

@@ -1,0 +1,67 @@
+import pytest
+import torch
+from botorch.exceptions.errors import InputDataError
+from botorch.test_functions import Hartmann
+from gpytorch.kernels import RBFKernel
+
+from botorch_sketch.bandits import FiniteArmEnvironment
+
+
+def test_gp_sample_matches_prior_covariance_at_centres(tkwargs):
+    # Over many draws, the empirical covariance of f at a few arms tends to K.
+    arms = torch.rand(6, 2, **tkwargs)
+    kernel = RBFKernel().to(**tkwargs)
+    kernel.lengthscale = 0.5
+    g = torch.Generator().manual_seed(0)
+    draws = torch.stack(
+        [
+            FiniteArmEnvironment.gp_sample(arms, kernel, generator=g).means
+            for _ in range(4000)
+        ]
+    )
+    emp = draws.T @ draws / draws.shape[0]
+    K = kernel(arms).to_dense().detach()
+    assert torch.allclose(emp, K, atol=0.08)
+
+
+def test_gp_sample_rkhs_norm_and_noise(tkwargs):
+    arms = torch.rand(300, 3, **tkwargs)
+    kernel = RBFKernel().to(**tkwargs)
+    kernel.lengthscale = 0.5
+    env = FiniteArmEnvironment.gp_sample(
+        arms, kernel, num_centres=50, generator=torch.Generator().manual_seed(1)
+    )
+    f_range = float(env.means.max() - env.means.min())
+    assert env.noise_std == pytest.approx((0.01 * f_range) ** 0.5)
+    assert env.rkhs_norm > 0
+    # RKHS norm of f = z^T xi is ||xi|| when the centres' embedding is full rank.
+    assert env.rkhs_norm**2 == pytest.approx(50, rel=0.6)
+
+
+def test_regret_and_pull(tkwargs):
+    env = FiniteArmEnvironment.linear(
+        num_arms=100, generator=torch.Generator().manual_seed(0)
+    )
+    best = int(env.means.argmax())
+    assert float(env.regret(torch.tensor([best]))) == 0
+    assert bool((env.regret(torch.arange(100)) >= 0).all())
+    rewards = torch.stack([env.pull(torch.tensor([best])) for _ in range(2000)])
+    assert float(rewards.mean()) == pytest.approx(env.best_mean, abs=0.1)
+    assert float(rewards.std()) == pytest.approx(env.noise_std, rel=0.1)
+
+
+def test_test_function_arms_in_unit_cube(tkwargs):
+    env = FiniteArmEnvironment.from_test_function(
+        Hartmann(dim=6, negate=True), 256, generator=torch.Generator().manual_seed(0)
+    )
+    assert env.arms.shape == (256, 6)
+    assert bool(((env.arms >= 0) & (env.arms <= 1)).all())
+    # Hartmann-6's maximum of the negated function is 3.32; a Sobol set gets near.
+    assert 1.0 < env.best_mean < 3.33
+
+
+def test_bad_environment_input(tkwargs):
+    with pytest.raises(InputDataError, match="means"):
+        FiniteArmEnvironment(torch.rand(5, 2), torch.rand(4), 0.1)
+    with pytest.raises(InputDataError, match="noise_std"):
+        FiniteArmEnvironment(torch.rand(5, 2), torch.rand(5), -1.0)
