@@ -112,7 +112,8 @@ class DTCStatistics:
         """
         precision = noise.reciprocal()
         weighted = Z * precision.unsqueeze(-1)
-        shape = torch.broadcast_shapes(r.shape, noise.shape, residual_var.shape)
+        # (Not torch.broadcast_shapes: its first call imports sympy, ~0.5 s.)
+        shape = (r + noise + residual_var).shape
         return cls(
             gram=weighted.mT @ Z,
             moment=(weighted * r.unsqueeze(-1)).sum(-2),

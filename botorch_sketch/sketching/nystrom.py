@@ -30,6 +30,8 @@ import torch
 from gpytorch.kernels import Kernel
 from torch import Tensor
 
+from botorch_sketch.sketching.kernels import kernel_diagonal, kernel_matrix
+
 
 def default_relative_cutoff(dtype: torch.dtype, num_inducing: int) -> float:
     r"""Eigenvalue cutoff, relative to the largest eigenvalue of ``K_SS``.
@@ -77,11 +79,13 @@ class NystromEmbedding:
         if relative_cutoff is None:
             relative_cutoff = default_relative_cutoff(inducing_points.dtype, m)
         self.relative_cutoff = relative_cutoff
+        # Set by ``extended``: how the last coordinate depends on the old ones.
+        self.border_coefficients: Tensor | None = None
         if m == 0:
             # An empty set embeds into R^0: the DTC posterior is then the prior.
             self.root = inducing_points.new_zeros(0, 0)
             return
-        K = kernel(inducing_points).to_dense()
+        K = kernel_matrix(kernel, inducing_points)
         with torch.no_grad():
             evals, evecs = torch.linalg.eigh(K)
             keep = evals > relative_cutoff * evals[-1].clamp_min(0)
@@ -114,7 +118,7 @@ class NystromEmbedding:
         """
         if self.dim == 0:
             return X.new_zeros(*X.shape[:-1], 0)
-        K_XS = self.kernel(X, self.inducing_points).to_dense()
+        K_XS = kernel_matrix(self.kernel, X, self.inducing_points)
         return K_XS @ self.root
 
     def residual_variance(self, X: Tensor, Z: Tensor | None = None) -> Tensor:
@@ -129,7 +133,7 @@ class NystromEmbedding:
         """
         if Z is None:
             Z = self(X)
-        kdiag = self.kernel(X, diag=True)
+        kdiag = kernel_diagonal(self.kernel, X)
         return (kdiag - Z.pow(2).sum(-1)).clamp_min(0)
 
     def extended(self, x_new: Tensor) -> NystromEmbedding | None:
@@ -164,4 +168,8 @@ class NystromEmbedding:
         grown.inducing_points = torch.cat([self.inducing_points, x_new], dim=-2)
         grown.relative_cutoff = self.relative_cutoff
         grown.root = root
+        # A point with old embedding z gets the new coordinate
+        # z^T border_coefficients + k(x, x_new) / sqrt(schur): callers that keep
+        # embeddings grow them in O(m') per point, without K(x, S).
+        grown.border_coefficients = -z_new.squeeze(0) * inv_sqrt
         return grown

@@ -36,6 +36,7 @@ from gpytorch.kernels import Kernel
 from torch import Tensor
 
 from botorch_sketch.sketching.dtc import DTCPosterior, DTCStatistics, posterior_variance
+from botorch_sketch.sketching.kernels import kernel_diagonal, kernel_matrix
 from botorch_sketch.sketching.nystrom import NystromEmbedding
 
 
@@ -242,7 +243,24 @@ class RidgeLeverageSampler(InducingSelector):
         Returns:
             Indices into ``X`` of the new inducing set, never empty.
         """
-        p = self.inclusion_probabilities(X, kernel, noise, counts, current)
+        scores = leverage_scores(X, kernel, noise, counts, current)
+        return self.draw(scores, counts)
+
+    def draw(self, scores: Tensor, counts: Tensor | None = None) -> Tensor:
+        r"""The Bernoulli draw from known variances.
+
+        For callers that already hold the posterior variances (a bandit tracks
+        them for every arm), this is the whole rule without recomputing them.
+
+        Args:
+            scores: A ``n`` tensor of ``var_i / lambda_i`` (ridge leverage scores).
+            counts: A ``n`` tensor of multiplicities, or None.
+
+        Returns:
+            Indices into ``scores`` of the new inducing set, never empty, in random
+            order.
+        """
+        p = (self.qbar * scores).clamp(0, 1)
         c = torch.ones_like(p) if counts is None else counts.to(p)
         keep_prob = _inclusion(p, c, 1.0)
         if self.max_size is not None and keep_prob.sum() > self.max_size:
@@ -318,7 +336,7 @@ class GreedyVarianceSelector(InducingSelector):
         n = X.shape[0]
         m = min(self.num_inducing, n)
         with torch.no_grad():
-            residual = kernel(X, diag=True).clone()
+            residual = kernel_diagonal(kernel, X).clone()
             rows = X.new_zeros(m, n)
             chosen = torch.empty(m, dtype=torch.long, device=X.device)
             for j in range(m):
@@ -327,7 +345,7 @@ class GreedyVarianceSelector(InducingSelector):
                 if j > 0 and self.tolerance is not None:
                     if float(score[i]) < self.tolerance:
                         return chosen[:j]
-                column = kernel(X, X[i : i + 1]).to_dense().squeeze(-1)
+                column = kernel_matrix(kernel, X, X[i : i + 1]).squeeze(-1)
                 row = (column - rows[:j].mT @ rows[:j, i]) / residual[i].sqrt()
                 rows[j] = row
                 residual = (residual - row.pow(2)).clamp_min(0)

@@ -1,0 +1,250 @@
+#!/usr/bin/env python3
+r"""UCB on a finite arm set with a DTC/Nystrom posterior: the shared machinery.
+
+:class:`DTCUCB` keeps, for all ``A`` arms, the DTC posterior mean and variance
+under an inducing set (the *dictionary*, a subset of the arms), updated by
+rank-one steps in ``O(A m)`` per pull (:mod:`botorch_sketch.sketching.online`).
+Used directly with a fixed or uniformly drawn dictionary it is the "DTC with
+fixed inducing points" baseline of [Calandriello2019bkb]_ (no guarantee: its
+variance can starve); :class:`~botorch_sketch.bandits.bkb.BKB` resamples the
+dictionary by posterior variance and
+:class:`~botorch_sketch.bandits.gp_ucb.GPUCB` puts every pulled arm in it (exact).
+
+Scores are ``mu(x) + beta_t sigma_tilde(x)`` with ``sigma_tilde^2 = var /
+lambda`` and ``beta_t`` from :func:`~botorch_sketch.sketching.confidence.bkb_width`
+or fixed. Batches (``q > 1``) are chosen greedily, each chosen arm shrinking the
+variances as if observed with its value not yet known, as in GP-BUCB
+[Desautels2014parallelizing]_, by conditioning the posterior process (the joint
+posterior covariance a BoTorch ``posterior`` returns, with its exact prior
+term) rather than the Nystrom weights, which would leave arms outside the
+dictionary's span unchanged; the width is not inflated. With no observation
+yet, the first arm is drawn uniformly (every arm has the same prior score under
+a stationary kernel).
+
+References:
+
+.. [Calandriello2019bkb]
+    D. Calandriello, L. Carratino, A. Lazaric, M. Valko, L. Rosasco. Gaussian
+    process optimization with adaptive sketching: scalable and no regret. COLT
+    2019.
+.. [Desautels2014parallelizing]
+    T. Desautels, A. Krause, J. Burdick. Parallelizing exploration-exploitation
+    tradeoffs in Gaussian process bandit optimization. JMLR 2014.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from botorch.exceptions.errors import InputDataError
+from gpytorch.kernels import Kernel
+from torch import Tensor
+
+from botorch_sketch.bandits.policy import FiniteArmPolicy, argmax_first
+from botorch_sketch.sketching.chunks import chunk_size_for, row_chunks
+from botorch_sketch.sketching.confidence import WidthForm, bkb_width
+from botorch_sketch.sketching.dtc import DTCStatistics
+from botorch_sketch.sketching.kernels import kernel_diagonal
+from botorch_sketch.sketching.nystrom import NystromEmbedding
+from botorch_sketch.sketching.online import OnlineDTC, TrackedCandidates
+
+
+class DTCUCB(FiniteArmPolicy):
+    r"""UCB with a DTC posterior on a fixed dictionary of arms."""
+
+    name = "dtc-ucb"
+    #: The dictionary's accuracy ``eps`` in the width (unknown for a fixed set).
+    default_epsilon = 0.5
+
+    def __init__(
+        self,
+        arms: Tensor,
+        kernel: Kernel,
+        noise_var: float,
+        dictionary: Tensor | int | None = None,
+        beta: float | WidthForm = "theory",
+        noise_std: float | None = None,
+        rkhs_norm: float = 1.0,
+        delta: float = 0.5,
+        epsilon: float | None = None,
+        refactor_every: int = 1000,
+        chunk_size: int | None = None,
+        generator: torch.Generator | None = None,
+    ) -> None:
+        r"""Configure the policy.
+
+        Args:
+            arms: A ``A x d`` tensor of arms.
+            kernel: A gpytorch kernel (its hyperparameters are used as they are).
+            noise_var: ``lambda``, the regulariser (the GP noise variance).
+            dictionary: Arm indices of the inducing set, or a number ``m`` of arms
+                drawn uniformly, or None for the empty set (the prior).
+            beta: A fixed width, or the form of BKB's width, ``"theory"`` or
+                ``"authors"`` (:func:`~botorch_sketch.sketching.confidence.bkb_width`).
+            noise_std: The sub-Gaussian constant ``xi`` of the width; by default
+                ``sqrt(noise_var)``.
+            rkhs_norm: ``F``, the assumed RKHS norm of the reward function.
+            delta: The failure probability of the width.
+            epsilon: The dictionary accuracy in the width; by default the class's.
+            refactor_every: Pulls between refactorisations of the posterior, which
+                clear the rounding drift of the rank-one updates.
+            chunk_size: Arms per chunk in ``O(A m)`` work; by default about 8 MB.
+            generator: The random generator.
+        """
+        super().__init__(arms, generator=generator)
+        if noise_var <= 0:
+            raise InputDataError(f"noise_var must be positive, got {noise_var}.")
+        if isinstance(beta, str) and beta not in ("theory", "authors"):
+            raise InputDataError(
+                f"beta must be a number, 'theory' or 'authors'; got {beta!r}."
+            )
+        self.kernel = kernel
+        self.noise_var = float(noise_var)
+        self.beta = beta
+        self.noise_std = math.sqrt(noise_var) if noise_std is None else noise_std
+        self.rkhs_norm = rkhs_norm
+        self.delta = delta
+        self.epsilon = self.default_epsilon if epsilon is None else epsilon
+        self.refactor_every = refactor_every
+        self.chunk_size = chunk_size
+        A = self.num_arms
+        self.counts = arms.new_zeros(A)
+        self.reward_sums = arms.new_zeros(A)
+        self.num_observations = 0
+        self._since_refactor = 0
+        with torch.no_grad():
+            self.kappa2 = max(
+                float(kernel_diagonal(kernel, arms[rows]).max())
+                for rows in row_chunks(A, chunk_size or chunk_size_for(1))
+            )
+            if isinstance(dictionary, int):
+                dictionary = torch.randperm(A, generator=self.generator)[:dictionary]
+            if dictionary is None:
+                dictionary = torch.zeros(0, dtype=torch.long)
+            self._rebuild(torch.as_tensor(dictionary, device=arms.device).long())
+
+    @property
+    def dictionary_size(self) -> int:
+        r"""The number of arms in the dictionary."""
+        return int(self.dictionary.numel())
+
+    @property
+    def scaled_variance(self) -> Tensor:
+        r"""``sigma_tilde^2 = var / lambda`` of all arms (the papers' scale)."""
+        return self.candidates.variance / self.noise_var
+
+    @property
+    def mean(self) -> Tensor:
+        r"""The posterior mean of all arms."""
+        return self.candidates.mean
+
+    def width(self) -> float:
+        r"""The current ``beta_t``."""
+        if not isinstance(self.beta, str):
+            return float(self.beta)
+        variance_sum = float((self.counts * self.scaled_variance).sum())
+        return bkb_width(
+            variance_sum,
+            self.num_observations,
+            noise_std=self.noise_std,
+            regularizer=self.noise_var,
+            rkhs_norm=self.rkhs_norm,
+            delta=self.delta,
+            kappa2=self.kappa2,
+            epsilon=self.epsilon,
+            form=self.beta,
+        )
+
+    def scores(self, variance: Tensor | None = None) -> Tensor:
+        r"""UCB scores ``mu + beta_t sigma_tilde`` of all arms."""
+        var = self.candidates.variance if variance is None else variance
+        return self.mean + self.width() * (var / self.noise_var).sqrt()
+
+    @torch.no_grad()
+    def select(self, q: int = 1) -> Tensor:
+        r"""Choose ``q`` arms greedily, hallucinating the earlier ones' pulls."""
+        if q < 1:
+            raise InputDataError(f"q must be at least 1, got {q}.")
+        chosen = []
+        variance = self.candidates.variance
+        columns: list[Tensor] = []
+        beta = self.width()
+        for j in range(q):
+            if self.num_observations == 0 and j == 0:
+                idx = torch.randint(self.num_arms, (1,), generator=self.generator)[0]
+                idx = idx.to(self.arms.device)
+            else:
+                idx = argmax_first(
+                    self.mean + beta * (variance / self.noise_var).sqrt()
+                )
+            chosen.append(idx)
+            if j == q - 1:
+                break
+            # Condition the posterior process on a pending observation at idx:
+            # one step of a pivoted Cholesky of its covariance over the arms.
+            col = self.candidates.covariance_column(idx, self.posterior)
+            for prev in columns:
+                col = col - prev * prev[idx]
+            col = col / (col[idx].clamp_min(0) + self.noise_var).sqrt()
+            columns.append(col)
+            variance = (variance - col.pow(2)).clamp_min(0)
+        return torch.stack(chosen)
+
+    @torch.no_grad()
+    def update(self, indices: Tensor, rewards: Tensor) -> None:
+        r"""Record the pulls and update the posterior of every arm."""
+        indices, rewards = self._check_feedback(indices, rewards)
+        previous = self.scaled_variance
+        self._grow_for(indices)
+        self.counts.index_add_(0, indices, torch.ones_like(rewards))
+        self.reward_sums.index_add_(0, indices, rewards)
+        self.num_observations += indices.numel()
+        self._absorb(indices, rewards, previous)
+
+    def _absorb(self, indices: Tensor, rewards: Tensor, previous: Tensor) -> None:
+        # A rank-q update of the posterior and of every arm, with a periodic
+        # refactorisation; subclasses change the dictionary here instead.
+        self._rank_update(indices, rewards)
+
+    def _rank_update(self, indices: Tensor, rewards: Tensor) -> None:
+        cands = self.candidates
+        update = self.posterior.update(
+            cands.Z[indices],
+            cands.residual[indices],
+            rewards,
+            torch.full_like(rewards, self.noise_var),
+        )
+        cands.apply(update)
+        self._since_refactor += indices.numel()
+        if self._since_refactor >= self.refactor_every:
+            self.posterior.refactorise()
+            cands.refresh(self.posterior)
+            self._since_refactor = 0
+
+    def _grow_for(self, indices: Tensor) -> bool:
+        # Hook for dictionaries that grow with the pulled arms (exact GP-UCB).
+        return False
+
+    def _rebuild(self, dictionary: Tensor) -> None:
+        # Embed every arm in the new dictionary and refit from the pull counts:
+        # arm i with n_i pulls enters as one observation of its mean reward with
+        # noise lambda / n_i, which has the same statistics as its n_i pulls.
+        self.dictionary = dictionary
+        self.embedding = NystromEmbedding(self.kernel, self.arms[dictionary])
+        cands = TrackedCandidates(self.embedding, None, self.arms, self.chunk_size)
+        pulled = self.counts.nonzero().squeeze(-1)
+        if pulled.numel():
+            n = self.counts[pulled]
+            stats = DTCStatistics.from_embedded(
+                cands.Z[pulled],
+                cands.residual[pulled],
+                self.reward_sums[pulled] / n,
+                self.noise_var / n,
+            )
+        else:
+            stats = DTCStatistics.empty(self.embedding.dim, like=self.arms)
+        self.posterior = OnlineDTC(stats)
+        cands.refresh(self.posterior)
+        self.candidates = cands
+        self._since_refactor = 0

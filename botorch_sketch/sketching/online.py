@@ -1,0 +1,234 @@
+#!/usr/bin/env python3
+r"""The DTC posterior updated one observation at a time.
+
+Between changes of the inducing set, a new observation ``(z, r, lambda)`` is a
+rank-one term of the statistics (:class:`~botorch_sketch.sketching.dtc.DTCStatistics`).
+Instead of refactorising ``B = I + gram`` (``O(m^3)``), :class:`OnlineDTC` keeps the
+weight covariance ``C = B^{-1}`` and mean weights ``w`` and applies the Woodbury
+identity in ``O(q m^2)`` for ``q`` observations:
+
+``C <- C - P S^{-1} P^T``,  ``w <- w + P S^{-1} (r - Z_q w)``,
+``P = C Z_q^T``, ``S = Z_q C Z_q^T + Lambda_q``.
+
+:class:`TrackedCandidates` keeps the posterior means and variances of a fixed
+candidate set (a bandit's arms) current under those updates in ``O(A m q)``,
+where recomputing them would cost ``O(A m^2)``: the candidates' variances fall
+by the squared entries of ``L^{-1} P^T Z_A^T`` (``S = L L^T``).
+
+Both also grow by one inducing point whose span contains the data seen so far
+(exact GP-UCB, where every observed input is an inducing point): the new
+coordinate of every observation is then zero, so the statistics and ``C`` are
+bordered by the prior and nothing is refactorised. The statistics are kept
+alongside, so :meth:`OnlineDTC.refactorise` can clear the rounding drift of the
+recursive updates at any time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from botorch_sketch.sketching.chunks import chunk_size_for, row_chunks
+from botorch_sketch.sketching.dtc import DTCPosterior, DTCStatistics
+from botorch_sketch.sketching.kernels import kernel_matrix
+from botorch_sketch.sketching.nystrom import NystromEmbedding
+
+
+@dataclass
+class RankUpdate:
+    r"""What a rank-``q`` update did, for the candidates to follow.
+
+    Attributes:
+        P: ``m' x q``, ``C Z_q^T`` before the update.
+        chol: ``q x q`` lower Cholesky factor of ``S = Z_q C Z_q^T + Lambda_q``.
+        coefficients: ``q``, ``S^{-1} (r - Z_q w)``.
+    """
+
+    P: Tensor
+    chol: Tensor
+    coefficients: Tensor
+
+
+class OnlineDTC:
+    r"""DTC weight posterior ``N(w, C)`` with Woodbury updates."""
+
+    def __init__(self, statistics: DTCStatistics) -> None:
+        r"""Factorise the posterior of ``statistics`` (no batch dimensions).
+
+        Args:
+            statistics: The statistics of the data seen so far.
+        """
+        self.statistics = statistics
+        self.refactorise()
+
+    @classmethod
+    def prior(cls, dim: int, like: Tensor) -> OnlineDTC:
+        r"""The posterior given no data, ``N(0, I)``, in ``dim`` coordinates."""
+        return cls(DTCStatistics.empty(dim, like=like))
+
+    @property
+    def dim(self) -> int:
+        r"""The embedding dimension ``m'``."""
+        return self.weights.shape[-1]
+
+    def refactorise(self) -> None:
+        r"""Recompute ``C`` and ``w`` from the statistics (``O(m^3)``)."""
+        posterior = DTCPosterior(self.statistics)
+        dtype = self.statistics.moment.dtype
+        self.covariance = torch.cholesky_inverse(posterior._chol).to(dtype)
+        self.weights = posterior.weights
+
+    def update(
+        self, Z: Tensor, residual_var: Tensor, r: Tensor, noise: Tensor
+    ) -> RankUpdate:
+        r"""Absorb ``q`` observations.
+
+        Args:
+            Z: A ``q x m'`` tensor of embedded inputs.
+            residual_var: A ``q`` tensor ``k(x, x) - ||z||^2`` (for the statistics).
+            r: A ``q`` tensor of residuals ``y - mu_0(x)``.
+            noise: A ``q`` tensor of noise variances.
+
+        Returns:
+            The update, to apply to tracked candidates.
+        """
+        P = self.covariance @ Z.mT
+        S = Z @ P + torch.diag_embed(noise)
+        chol = torch.linalg.cholesky(0.5 * (S + S.mT))
+        innovation = r - Z @ self.weights
+        coefficients = torch.cholesky_solve(innovation.unsqueeze(-1), chol).squeeze(-1)
+        G = torch.linalg.solve_triangular(chol, P.mT, upper=False)  # q x m'
+        self.covariance = self.covariance - G.mT @ G
+        self.weights = self.weights + P @ coefficients
+        self.statistics = self.statistics + DTCStatistics.from_embedded(
+            Z, residual_var, r, noise
+        )
+        return RankUpdate(P=P, chol=chol, coefficients=coefficients)
+
+    def extend(self) -> None:
+        r"""Add a coordinate along which no observation has a component.
+
+        Valid when the inducing set grows by a point whose span contains every
+        observed input (their new coordinate is zero), as when every observed
+        input is itself an inducing point.
+        """
+        s = self.statistics
+        m = s.moment.shape[-1]
+        gram = s.gram.new_zeros(m + 1, m + 1)
+        gram[:m, :m] = s.gram
+        self.statistics = DTCStatistics(
+            gram=gram,
+            moment=torch.cat([s.moment, s.moment.new_zeros(1)]),
+            sq_residual=s.sq_residual,
+            log_noise=s.log_noise,
+            trace_gap=s.trace_gap,
+            num_data=s.num_data,
+        )
+        C = self.covariance.new_zeros(m + 1, m + 1)
+        C[:m, :m] = self.covariance
+        C[m, m] = 1.0
+        self.covariance = C
+        self.weights = torch.cat([self.weights, self.weights.new_zeros(1)])
+
+
+class TrackedCandidates:
+    r"""Posterior means and variances of ``A`` fixed candidates, kept current.
+
+    Holds the ``A x m'`` embedding of the candidates (in a buffer with spare
+    columns, so growing the inducing set does not copy it every time), their
+    residual prior variances, and the DTC mean (minus the prior mean) and
+    variance under an :class:`OnlineDTC`.
+    """
+
+    def __init__(
+        self,
+        embedding: NystromEmbedding,
+        posterior: OnlineDTC | None,
+        X: Tensor,
+        chunk_size: int | None = None,
+    ) -> None:
+        r"""Embed the candidates and compute their posterior, chunked.
+
+        Args:
+            embedding: The Nystrom embedding of the inducing set.
+            posterior: The weight posterior in that embedding, or None to
+                :meth:`refresh` later.
+            X: A ``A x d`` tensor of candidates.
+            chunk_size: Rows per chunk; by default about 8 MB per block.
+        """
+        self.X = X
+        self.kernel = embedding.kernel
+        if chunk_size is None:
+            chunk_size = chunk_size_for(max(embedding.num_inducing, 1))
+        self.chunk_size = chunk_size
+        A, m = X.shape[0], embedding.dim
+        self._Z = X.new_empty(A, max(m, 1))
+        self.dim = m
+        self.residual = X.new_empty(A)
+        for rows in row_chunks(A, chunk_size):
+            Zc = embedding(X[rows])
+            self._Z[rows, :m] = Zc
+            self.residual[rows] = embedding.residual_variance(X[rows], Zc)
+        if posterior is not None:
+            self.refresh(posterior)
+
+    @property
+    def Z(self) -> Tensor:
+        r"""The ``A x m'`` embedding of the candidates."""
+        return self._Z[:, : self.dim]
+
+    def refresh(self, posterior: OnlineDTC) -> None:
+        r"""Recompute means and variances from the posterior (``O(A m^2)``)."""
+        Z, C = self.Z, posterior.covariance
+        self.mean = Z @ posterior.weights
+        self.variance = torch.empty_like(self.residual)
+        for rows in row_chunks(Z.shape[0], self.chunk_size):
+            Zc = Z[rows]
+            self.variance[rows] = self.residual[rows] + ((Zc @ C) * Zc).sum(-1)
+        self.variance.clamp_min_(0)
+
+    def covariance_column(self, index: int | Tensor, posterior: OnlineDTC) -> Tensor:
+        r"""Posterior covariances of every candidate with candidate ``index``.
+
+        ``k(x, x_j) - z(x)^T z_j + z(x)^T C z_j`` in ``O(A m)``: the covariance of
+        the DTC posterior process, whose exact prior term makes it positive far
+        from the inducing set too (batch rules condition on it).
+        """
+        z = self.Z[index].reshape(-1)
+        k = kernel_matrix(self.kernel, self.X, self.X[index].reshape(1, -1))
+        return k.squeeze(-1) + self.Z @ (posterior.covariance @ z - z)
+
+    def apply(self, update: RankUpdate) -> None:
+        r"""Follow a rank-``q`` update of the posterior in ``O(A m q)``."""
+        c = self.Z @ update.P  # A x q
+        W = torch.linalg.solve_triangular(update.chol, c.mT, upper=False)
+        self.variance = (self.variance - W.pow(2).sum(0)).clamp_min(0)
+        self.mean = self.mean + c @ update.coefficients
+
+    def extend(self, embedding: NystromEmbedding) -> None:
+        r"""Follow :meth:`OnlineDTC.extend` after ``embedding`` grew by one point.
+
+        The candidates' new coordinate is
+        ``(k(x, s_new) - z(x)^T z(s_new)) / sqrt(schur)``, read from the last
+        column of the grown root in ``O(A m)``. With no data along it, the
+        variance (``k - ||z||^2 + z^T C z``) and the mean are unchanged.
+
+        Args:
+            embedding: The grown embedding, ``NystromEmbedding.extended``'s result.
+        """
+        m = self.dim
+        if m + 1 > self._Z.shape[1]:
+            grown = self._Z.new_empty(self._Z.shape[0], 2 * self._Z.shape[1])
+            grown[:, :m] = self.Z
+            self._Z = grown
+        s_new = embedding.inducing_points[-1:]
+        inv_sqrt_schur = embedding.root[-1, m]
+        coefficients = embedding.border_coefficients
+        for rows in row_chunks(self.X.shape[0], self.chunk_size):
+            k_new = kernel_matrix(self.kernel, self.X[rows], s_new).squeeze(-1)
+            col = self.Z[rows] @ coefficients + inv_sqrt_schur * k_new
+            self._Z[rows, m] = col
+            self.residual[rows] = (self.residual[rows] - col.pow(2)).clamp_min(0)
+        self.dim = m + 1

@@ -1,0 +1,154 @@
+import pytest
+import torch
+from gpytorch.kernels import RBFKernel, ScaleKernel
+
+from botorch_sketch.sketching import DTCPosterior, DTCStatistics, NystromEmbedding
+from botorch_sketch.sketching.online import OnlineDTC, TrackedCandidates
+
+
+def _kernel(lengthscale=0.3):
+    k = ScaleKernel(RBFKernel()).double()
+    k.base_kernel.lengthscale = lengthscale
+    k.outputscale = 1.3
+    k.requires_grad_(False)
+    return k
+
+
+def _from_scratch(embedding, X, r, noise, candidates):
+    stats = DTCStatistics.from_data(embedding, X, r, noise)
+    post = DTCPosterior(stats)
+    Z = embedding(candidates)
+    mean = post.mean(Z)
+    var = post.variance(Z, embedding.residual_variance(candidates, Z))
+    return post, mean, var
+
+
+def test_thousand_rank_one_updates_match_a_fresh_factorisation(tkwargs):
+    g = torch.Generator().manual_seed(0)
+    k = _kernel()
+    S = torch.rand(25, 2, generator=g, **tkwargs)
+    emb = NystromEmbedding(k, S)
+    cands = torch.rand(300, 2, generator=g, **tkwargs)
+    X = torch.rand(1000, 2, generator=g, **tkwargs)
+    r = torch.randn(1000, generator=g, **tkwargs)
+    noise = 0.01 + 0.1 * torch.rand(1000, generator=g, **tkwargs)
+    online = OnlineDTC.prior(emb.dim, like=S)
+    tracked = TrackedCandidates(emb, online, cands, chunk_size=64)
+    for i in range(1000):
+        z = emb(X[i : i + 1])
+        update = online.update(
+            z, emb.residual_variance(X[i : i + 1], z), r[i : i + 1], noise[i : i + 1]
+        )
+        tracked.apply(update)
+    post, mean, var = _from_scratch(emb, X, r, noise, cands)
+    assert torch.allclose(online.weights, post.weights, atol=1e-8)
+    assert torch.allclose(tracked.mean, mean, atol=1e-8)
+    assert torch.allclose(tracked.variance, var, atol=1e-8)
+    # The statistics were kept alongside: refactorising changes nothing visible.
+    online.refactorise()
+    tracked.refresh(online)
+    assert torch.allclose(tracked.variance, var, atol=1e-10)
+
+
+def test_batch_update_equals_sequential_updates(tkwargs):
+    g = torch.Generator().manual_seed(1)
+    emb = NystromEmbedding(_kernel(), torch.rand(10, 3, generator=g, **tkwargs))
+    cands = torch.rand(50, 3, generator=g, **tkwargs)
+    X = torch.rand(5, 3, generator=g, **tkwargs)
+    r = torch.randn(5, generator=g, **tkwargs)
+    noise = torch.full((5,), 0.1, **tkwargs)
+    Z = emb(X)
+    resid = emb.residual_variance(X, Z)
+    a, b = OnlineDTC.prior(emb.dim, like=X), OnlineDTC.prior(emb.dim, like=X)
+    ta, tb = TrackedCandidates(emb, a, cands), TrackedCandidates(emb, b, cands)
+    ta.apply(a.update(Z, resid, r, noise))
+    for i in range(5):
+        tb.apply(
+            b.update(Z[i : i + 1], resid[i : i + 1], r[i : i + 1], noise[i : i + 1])
+        )
+    assert torch.allclose(ta.mean, tb.mean, atol=1e-12)
+    assert torch.allclose(ta.variance, tb.variance, atol=1e-12)
+
+
+def test_covariance_column_is_the_dtc_posterior_covariance(tkwargs):
+    g = torch.Generator().manual_seed(2)
+    k = _kernel()
+    emb = NystromEmbedding(k, torch.rand(10, 2, generator=g, **tkwargs))
+    cands = torch.rand(40, 2, generator=g, **tkwargs)
+    X = torch.rand(30, 2, generator=g, **tkwargs)
+    noise = torch.full((30,), 0.1, **tkwargs)
+    online = OnlineDTC(
+        DTCStatistics.from_data(emb, X, torch.randn(30, **tkwargs), noise)
+    )
+    tracked = TrackedCandidates(emb, online, cands)
+    post = DTCPosterior(online.statistics)
+    cov = post.covariance(emb(cands), k(cands).to_dense())
+    for j in (0, 17):
+        assert torch.allclose(
+            tracked.covariance_column(j, online), cov[:, j], atol=1e-10
+        )
+    assert torch.allclose(cov.diagonal(), tracked.variance, atol=1e-10)
+
+
+def test_growing_the_inducing_set_with_observed_points_stays_exact(tkwargs):
+    # Every observed input is an inducing point, added as it arrives: the tracked
+    # posterior must equal the exact GP at every candidate.
+    g = torch.Generator().manual_seed(3)
+    k = _kernel(0.2)
+    cands = torch.rand(200, 2, generator=g, **tkwargs)
+    order = torch.randint(200, (60,), generator=g)
+    r = torch.randn(60, generator=g, **tkwargs)
+    noise = 0.05
+    emb = NystromEmbedding(k, cands[:0])
+    online = OnlineDTC.prior(0, like=cands)
+    tracked = TrackedCandidates(emb, online, cands, chunk_size=32)
+    seen = set()
+    for i, j in enumerate(order.tolist()):
+        if j not in seen:
+            seen.add(j)
+            grown = emb.extended(cands[j])
+            if grown is not None:
+                emb = grown
+                online.extend()
+                tracked.extend(grown)
+        z = tracked.Z[j : j + 1]
+        tracked.apply(
+            online.update(
+                z,
+                tracked.residual[j : j + 1],
+                r[i : i + 1],
+                cands.new_full((1,), noise),
+            )
+        )
+    X = cands[order]
+    K = k(X).to_dense() + noise * torch.eye(60, **tkwargs)
+    Kc = k(cands, X).to_dense()
+    mean = Kc @ torch.linalg.solve(K, r)
+    var = k(cands, diag=True) - (Kc * torch.linalg.solve(K, Kc.mT).mT).sum(-1)
+    assert tracked.dim == len(seen)
+    assert torch.allclose(tracked.mean, mean, atol=1e-8)
+    assert torch.allclose(tracked.variance, var, atol=1e-8)
+    # The grown embedding is the embedding of the grown set.
+    fresh = NystromEmbedding(k, emb.inducing_points)
+    Zf = fresh(cands)
+    assert torch.allclose(tracked.Z @ tracked.Z.mT, Zf @ Zf.mT, atol=1e-8)
+
+
+@pytest.mark.parametrize("q", [1, 3])
+def test_updates_with_an_empty_inducing_set_keep_the_prior(q, tkwargs):
+    # An empty inducing set: updates leave the prior in place.
+    cands = torch.rand(10, 2, **tkwargs)
+    emb = NystromEmbedding(_kernel(), cands[:0])
+    online = OnlineDTC.prior(0, like=cands)
+    tracked = TrackedCandidates(emb, online, cands)
+    z = tracked.Z[:q]
+    tracked.apply(
+        online.update(
+            z,
+            tracked.residual[:q],
+            torch.ones(q, **tkwargs),
+            torch.full((q,), 0.1, **tkwargs),
+        )
+    )
+    assert torch.allclose(tracked.variance, torch.full((10,), 1.3, **tkwargs))
+    assert torch.equal(tracked.mean, torch.zeros(10, **tkwargs))
