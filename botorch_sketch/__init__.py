@@ -5,6 +5,10 @@ Models whose cost grows with the effective dimension of the data rather than
 with the number of observations, as drop-in replacements for ``SingleTaskGP``.
 """
 
+from botorch_sketch.acquisition import (
+    BKBUpperConfidenceBound,
+    qBKBUpperConfidenceBound,
+)
 from botorch_sketch.models import NystromGP
 from botorch_sketch.sketching import (
     FixedSelector,
@@ -16,9 +20,11 @@ from botorch_sketch.sketching import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "BKBUpperConfidenceBound",
     "FixedSelector",
     "GreedyVarianceSelector",
     "NystromGP",
     "RidgeLeverageSampler",
     "UniformSelector",
+    "qBKBUpperConfidenceBound",
 ]

@@ -52,10 +52,15 @@ from gpytorch.likelihoods.likelihood import Likelihood
 from gpytorch.means import ConstantMean, Mean
 from gpytorch.mlls import MarginalLogLikelihood
 from gpytorch.models import GP
+from linear_operator import to_linear_operator
 from torch import Tensor
 
 from botorch_sketch.models.validation import check_test_inputs, check_training_data
-from botorch_sketch.sketching.dtc import DTCPosterior, DTCStatistics
+from botorch_sketch.sketching.dtc import (
+    DTCPosterior,
+    DTCStatistics,
+    posterior_variance,
+)
 from botorch_sketch.sketching.nystrom import NystromEmbedding
 from botorch_sketch.sketching.selection import (
     InducingSelector,
@@ -327,6 +332,23 @@ class NystromGP(GPyTorchModel, GP, FantasizeMixin):
                 self._cache = (embedding, DTCPosterior(stats))
         return self._cache
 
+    def effective_dimension(self) -> Tensor:
+        r"""BKB's estimate ``sum_i var(x_i) / lambda_i`` of the effective dimension.
+
+        The DTC posterior variance at each training input over its noise
+        variance (the ridge leverage score), summed over the training data with
+        repeats, in the model's (outcome-transformed) units, where it is
+        scale-free. Fantasy observations are not counted.
+
+        Returns:
+            A scalar tensor.
+        """
+        with torch.no_grad():
+            embedding, posterior = self._posterior_state()
+            X = self._transform_like_training(self.train_X)
+            var = posterior_variance(embedding, posterior, X)
+            return (var / self._train_noise()).sum(-1)
+
     def compute_custom_loss(
         self, mll: MarginalLogLikelihood | None = None, **kwargs: Any
     ) -> Tensor:
@@ -431,7 +453,11 @@ class NystromGP(GPyTorchModel, GP, FantasizeMixin):
         noise = self._observation_noise(observation_noise, covar)
         if noise is not None:
             covar = covar + torch.diag_embed(noise)
-        posterior = GPyTorchPosterior(distribution=MultivariateNormal(mean, covar))
+        # A linear operator, as an exact GP's posterior has: torch's own MVN would
+        # factorise the dense matrix eagerly and fail on a singular (but PSD)
+        # covariance, where gpytorch's sampling adds jitter as needed.
+        distribution = MultivariateNormal(mean, to_linear_operator(covar))
+        posterior = GPyTorchPosterior(distribution=distribution)
         if hasattr(self, "outcome_transform"):
             posterior = self.outcome_transform.untransform_posterior(posterior, X=X)
         if posterior_transform is not None:

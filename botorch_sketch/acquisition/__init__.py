@@ -1,0 +1,14 @@
+#!/usr/bin/env python3
+r"""Acquisition functions on this package's models.
+
+Importing this module registers them with BoTorch's input constructors, so Ax
+can name them by class.
+"""
+
+from botorch_sketch.acquisition.bkb_ucb import (
+    BKBUpperConfidenceBound,
+    bkb_beta,
+    qBKBUpperConfidenceBound,
+)
+
+__all__ = ["BKBUpperConfidenceBound", "bkb_beta", "qBKBUpperConfidenceBound"]
