@@ -196,7 +196,7 @@ class DTCUCB(FiniteArmPolicy):
         r"""Record the pulls and update the posterior of every arm."""
         indices, rewards = self._check_feedback(indices, rewards)
         previous = self.scaled_variance
-        self._grow_for(indices)
+        self._grow(indices, previous)
         self.counts.index_add_(0, indices, torch.ones_like(rewards))
         self.reward_sums.index_add_(0, indices, rewards)
         self.num_observations += indices.numel()
@@ -222,15 +222,53 @@ class DTCUCB(FiniteArmPolicy):
             cands.refresh(self.posterior)
             self._since_refactor = 0
 
-    def _grow_for(self, indices: Tensor) -> bool:
-        # Hook for dictionaries that grow with the pulled arms (exact GP-UCB).
-        return False
+    def _grow(self, indices: Tensor, previous: Tensor) -> None:
+        # Hook, before the pulls are recorded: dictionaries that grow with the
+        # pulled arms (exact GP-UCB, adaptive BKB) insert them here.
+        pass
+
+    def _insert(self, index: int) -> bool:
+        r"""Add arm ``index`` to the dictionary, keeping the posterior current.
+
+        The embedding is bordered (``O(m^2)``), every arm gets its new coordinate
+        (``O(A m)``), the recorded pulls' statistics gain a row and column
+        (``O(u m)`` over the ``u`` pulled arms) and the weight posterior and the
+        arms' means and variances follow by a block inverse (``O(m^2 + A m)``).
+
+        Returns:
+            False if the arm is already in the numerical span (nothing changes).
+        """
+        embedding = self.embedding.extended(self.arms[index])
+        if embedding is None:
+            return False
+        cands = self.candidates
+        m = cands.dim
+        c = cands.extend_embedding(embedding)
+        pulled = self.counts.nonzero().squeeze(-1)
+        precision = self.counts[pulled] / self.noise_var  # n_i / lambda
+        c_pulled = c[pulled]
+        border = self.posterior.extend(
+            gram_column=cands.Z[pulled, :m].mT @ (precision * c_pulled),
+            gram_corner=(precision * c_pulled.pow(2)).sum(),
+            moment_entry=(c_pulled * self.reward_sums[pulled]).sum() / self.noise_var,
+        )
+        cands.apply_border(border)
+        self.embedding = embedding
+        self.dictionary = torch.cat(
+            [self.dictionary, self.dictionary.new_tensor([index])]
+        )
+        self._in_dictionary[index] = True
+        return True
 
     def _rebuild(self, dictionary: Tensor) -> None:
         # Embed every arm in the new dictionary and refit from the pull counts:
         # arm i with n_i pulls enters as one observation of its mean reward with
         # noise lambda / n_i, which has the same statistics as its n_i pulls.
         self.dictionary = dictionary
+        self._in_dictionary = torch.zeros(
+            self.num_arms, dtype=torch.bool, device=self.arms.device
+        )
+        self._in_dictionary[dictionary] = True
         self.embedding = NystromEmbedding(self.kernel, self.arms[dictionary])
         cands = TrackedCandidates(self.embedding, None, self.arms, self.chunk_size)
         pulled = self.counts.nonzero().squeeze(-1)

@@ -46,20 +46,10 @@ class GPUCB(DTCUCB):
         super().__init__(arms, kernel, noise_var, dictionary=None, **kwargs)
         self._visited = torch.zeros(self.num_arms, dtype=torch.bool, device=arms.device)
 
-    def _grow_for(self, indices: Tensor) -> bool:
-        grown = False
+    def _grow(self, indices: Tensor, previous: Tensor) -> None:
         for idx in indices.unique().tolist():  # at most q arms per step
-            if bool(self._visited[idx]):
-                continue
-            self._visited[idx] = True
-            embedding = self.embedding.extended(self.arms[idx])
-            if embedding is None:  # already in the span: exact as it is
-                continue
-            self.embedding = embedding
-            self.dictionary = torch.cat(
-                [self.dictionary, self.dictionary.new_tensor([idx])]
-            )
-            self.posterior.extend()
-            self.candidates.extend(embedding)
-            grown = True
-        return grown
+            if not bool(self._visited[idx]):
+                self._visited[idx] = True
+                # An arm already in the numerical span is not added: the
+                # posterior is exact as it is.
+                self._insert(idx)

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-r"""``python -m botorch_sketch.benchmarks inference [--budget small|large]``."""
+r"""``python -m botorch_sketch.benchmarks {inference,bandits} [--budget ...]``."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import sys
 
 import torch
 
-from botorch_sketch.benchmarks import inference
+from botorch_sketch.benchmarks import bandits, inference
 
 
 def machine() -> str:
@@ -24,19 +24,25 @@ def machine() -> str:
 def main(argv: list[str] | None = None) -> int:
     r"""Run a benchmark, print its tables and write them with a plot."""
     parser = argparse.ArgumentParser(prog="python -m botorch_sketch.benchmarks")
-    parser.add_argument("benchmark", choices=["inference"])
-    parser.add_argument("--budget", choices=sorted(inference.BUDGETS), default="small")
+    parser.add_argument("benchmark", choices=["inference", "bandits"])
+    parser.add_argument("--budget", choices=["small", "large"], default="small")
     parser.add_argument("--out", default="benchmark-results")
     args = parser.parse_args(argv)
     os.makedirs(args.out, exist_ok=True)
-    rows, d_eff = inference.run(args.budget)
-    text = inference.render(rows, d_eff, machine())
-    print(text)
     stem = os.path.join(args.out, f"{args.benchmark}-{args.budget}")
+    if args.benchmark == "inference":
+        rows, d_eff = inference.run(args.budget)
+        text = inference.render(rows, d_eff, machine())
+        inference.plot(rows, stem + ".png")
+        figures = [stem + ".png"]
+    else:
+        rows, traces = bandits.run(args.budget)
+        text = bandits.render(rows, machine())
+        figures = bandits.plot(traces, stem)
+    print(text)
     with open(stem + ".md", "w") as f:
         f.write(f"# {args.benchmark} benchmark ({args.budget} budget)\n\n{text}\n")
-    inference.plot(rows, stem + ".png")
-    print(f"\nwrote {stem}.md and {stem}.png")
+    print(f"\nwrote {stem}.md and " + ", ".join(figures))
     return 0
 
 

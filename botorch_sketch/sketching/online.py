@@ -107,30 +107,72 @@ class OnlineDTC:
         )
         return RankUpdate(P=P, chol=chol, coefficients=coefficients)
 
-    def extend(self) -> None:
-        r"""Add a coordinate along which no observation has a component.
+    def extend(
+        self,
+        gram_column: Tensor | None = None,
+        gram_corner: float | Tensor = 0.0,
+        moment_entry: float | Tensor = 0.0,
+    ) -> Border:
+        r"""Add a coordinate (the inducing set grew by one point).
 
-        Valid when the inducing set grows by a point whose span contains every
-        observed input (their new coordinate is zero), as when every observed
-        input is itself an inducing point.
+        With ``g`` the new column of ``gram`` (``sum_i z_i c_i / lambda_i``, ``c_i``
+        the observations' new coordinate), ``g_nn = sum_i c_i^2 / lambda_i`` and
+        ``b_new = sum_i c_i r_i / lambda_i``, the bordered precision
+        ``[[B, g], [g^T, 1 + g_nn]]`` is inverted by its Schur complement
+        ``s = 1 + g_nn - g^T C g`` in ``O(m^2)``. All three are zero when every
+        observed input lies in the old span (exact GP-UCB).
+
+        Args:
+            gram_column: ``g``, a ``m'`` tensor, or None for zeros.
+            gram_corner: ``g_nn``.
+            moment_entry: ``b_new``.
+
+        Returns:
+            The border, for :meth:`TrackedCandidates.extend`.
         """
-        s = self.statistics
-        m = s.moment.shape[-1]
-        gram = s.gram.new_zeros(m + 1, m + 1)
-        gram[:m, :m] = s.gram
+        st = self.statistics
+        m = st.moment.shape[-1]
+        g = st.moment.new_zeros(m) if gram_column is None else gram_column
+        g_nn = torch.as_tensor(gram_corner, dtype=g.dtype, device=g.device)
+        b_new = torch.as_tensor(moment_entry, dtype=g.dtype, device=g.device)
+        gram = st.gram.new_empty(m + 1, m + 1)
+        gram[:m, :m] = st.gram
+        gram[:m, m] = gram[m, :m] = g
+        gram[m, m] = g_nn
         self.statistics = DTCStatistics(
             gram=gram,
-            moment=torch.cat([s.moment, s.moment.new_zeros(1)]),
-            sq_residual=s.sq_residual,
-            log_noise=s.log_noise,
-            trace_gap=s.trace_gap,
-            num_data=s.num_data,
+            moment=torch.cat([st.moment, b_new.reshape(1)]),
+            sq_residual=st.sq_residual,
+            log_noise=st.log_noise,
+            # The data's residual variance falls by their new coordinate squared.
+            trace_gap=st.trace_gap - g_nn,
+            num_data=st.num_data,
         )
-        C = self.covariance.new_zeros(m + 1, m + 1)
-        C[:m, :m] = self.covariance
-        C[m, m] = 1.0
+        u = self.covariance @ g
+        schur = 1 + g_nn - g @ u
+        delta = (b_new - g @ self.weights) / schur
+        C = self.covariance.new_empty(m + 1, m + 1)
+        C[:m, :m] = self.covariance + torch.outer(u, u) / schur
+        C[:m, m] = C[m, :m] = -u / schur
+        C[m, m] = 1 / schur
         self.covariance = C
-        self.weights = torch.cat([self.weights, self.weights.new_zeros(1)])
+        self.weights = torch.cat([self.weights - u * delta, delta.reshape(1)])
+        return Border(u=u, schur=schur, delta=delta)
+
+
+@dataclass
+class Border:
+    r"""What growing the embedding did to the weight posterior.
+
+    Attributes:
+        u: ``m'``, ``C g`` before growing.
+        schur: ``1 + g_nn - g^T C g``.
+        delta: The new coordinate's weight, ``(b_new - g^T w) / schur``.
+    """
+
+    u: Tensor
+    schur: Tensor
+    delta: Tensor
 
 
 class TrackedCandidates:
@@ -207,16 +249,19 @@ class TrackedCandidates:
         self.variance = (self.variance - W.pow(2).sum(0)).clamp_min(0)
         self.mean = self.mean + c @ update.coefficients
 
-    def extend(self, embedding: NystromEmbedding) -> None:
-        r"""Follow :meth:`OnlineDTC.extend` after ``embedding`` grew by one point.
+    def extend_embedding(self, embedding: NystromEmbedding) -> Tensor:
+        r"""Add the new coordinate of ``embedding`` (grown by one point).
 
         The candidates' new coordinate is
         ``(k(x, s_new) - z(x)^T z(s_new)) / sqrt(schur)``, read from the last
-        column of the grown root in ``O(A m)``. With no data along it, the
-        variance (``k - ||z||^2 + z^T C z``) and the mean are unchanged.
+        column of the grown root in ``O(A m)``. Means and variances are left as
+        they were until :meth:`apply_border`.
 
         Args:
             embedding: The grown embedding, ``NystromEmbedding.extended``'s result.
+
+        Returns:
+            The ``A`` new coordinates.
         """
         m = self.dim
         if m + 1 > self._Z.shape[1]:
@@ -228,7 +273,23 @@ class TrackedCandidates:
         coefficients = embedding.border_coefficients
         for rows in row_chunks(self.X.shape[0], self.chunk_size):
             k_new = kernel_matrix(self.kernel, self.X[rows], s_new).squeeze(-1)
-            col = self.Z[rows] @ coefficients + inv_sqrt_schur * k_new
-            self._Z[rows, m] = col
-            self.residual[rows] = (self.residual[rows] - col.pow(2)).clamp_min(0)
+            self._Z[rows, m] = self._Z[rows, :m] @ coefficients + inv_sqrt_schur * k_new
         self.dim = m + 1
+        return self._Z[:, m]
+
+    def apply_border(self, border: Border) -> None:
+        r"""Follow :meth:`OnlineDTC.extend` in ``O(A m)``.
+
+        With ``c`` the new coordinate and ``a = Z_old u``: the variance
+        ``k - ||z||^2 + z^T C z`` becomes ``var - c^2 + (a - c)^2 / schur`` and the
+        mean ``mu + (c - a) delta``. With no data along ``c`` (``u = 0``,
+        ``schur = 1``, ``delta = 0``) neither changes.
+        """
+        m = self.dim - 1
+        for rows in row_chunks(self.X.shape[0], self.chunk_size):
+            c = self._Z[rows, m]
+            a = self._Z[rows, :m] @ border.u
+            self.residual[rows] = (self.residual[rows] - c.pow(2)).clamp_min(0)
+            var = self.variance[rows] - c.pow(2) + (a - c).pow(2) / border.schur
+            self.variance[rows] = var.clamp_min(0)
+            self.mean[rows] = self.mean[rows] + (c - a) * border.delta

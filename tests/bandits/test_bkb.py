@@ -149,7 +149,7 @@ def test_exact_batch_equals_one_at_a_time_with_no_innovation():
     for k in range(4):
         i = policy.select()
         assert int(i) == int(batch[k])
-        policy._grow_for(i)
+        policy._grow(i, policy.scaled_variance)
         policy._rank_update(i, policy.mean[i].clone())
 
 
@@ -192,7 +192,7 @@ def test_runs_are_reproducible_under_a_seed():
     "kwargs, match",
     [
         ({"resample": "sometimes"}, "resample"),
-        ({"resample_threshold": 1.0}, "resample_threshold"),
+        ({"growth_factor": 1.0}, "growth_factor"),
         ({"beta": "large"}, "beta"),
         ({"noise_var": 0.0}, "noise_var"),
     ],

@@ -109,8 +109,8 @@ def test_growing_the_inducing_set_with_observed_points_stays_exact(tkwargs):
             grown = emb.extended(cands[j])
             if grown is not None:
                 emb = grown
-                online.extend()
-                tracked.extend(grown)
+                tracked.extend_embedding(grown)
+                tracked.apply_border(online.extend())
         z = tracked.Z[j : j + 1]
         tracked.apply(
             online.update(

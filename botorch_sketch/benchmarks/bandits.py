@@ -1,0 +1,220 @@
+#!/usr/bin/env python3
+r"""BKB against exact GP-UCB and the sketching baselines, side by side.
+
+Three experiments, in one run, on functions drawn from a GP with an RBF kernel
+on uniform arms in the unit cube, noise variance 1% of the function's range (as
+in the BKB authors' example), the authors' width (``beta="authors"``), and every
+policy on the same environment and seed:
+
+1. *setting-1*: d = 3, lengthscale 0.5, A = 1000 arms, T = 2000: BKB with
+   per-step resampling (Algorithm 1) and with adaptive resampling, exact GP-UCB,
+   DTC on a fixed uniform dictionary of BKB's size, and random.
+2. *setting-2*: the same function class with many arms and steps: adaptive BKB
+   against exact GP-UCB.
+3. *crossover*: shorter lengthscales at fixed A and T, where the kernel matrix
+   of the arms has a higher numerical rank, to show where BKB overtakes exact
+   GP-UCB: exact GP-UCB costs ``O(A m_exact)`` per step, ``m_exact`` the
+   distinct pulled arms up to that rank, and BKB ``O(A m_BKB)`` plus its
+   redraws.
+
+Time ratios are exact GP-UCB's policy time over the method's (higher is
+faster); regret ratios are the method's cumulative regret over exact GP-UCB's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+from gpytorch.kernels import RBFKernel
+from torch import Tensor
+from tqdm.auto import tqdm
+
+from botorch_sketch.bandits import BanditTrace, FiniteArmEnvironment, run_finite
+from botorch_sketch.bandits.bkb import BKB
+from botorch_sketch.bandits.dtc_ucb import DTCUCB
+from botorch_sketch.bandits.gp_ucb import GPUCB
+from botorch_sketch.bandits.loop import plot_traces
+from botorch_sketch.bandits.random_policy import RandomPolicy
+
+EXACT = "gp-ucb"
+
+
+@dataclass(frozen=True)
+class Case:
+    r"""One problem: arms, lengthscale, horizon, seed and the policies to run."""
+
+    experiment: str
+    num_arms: int
+    dim: int
+    lengthscale: float
+    num_steps: int
+    seed: int
+    methods: tuple[str, ...]
+
+
+@dataclass
+class Row:
+    r"""One policy on one case."""
+
+    case: Case
+    method: str
+    seconds: float
+    regret: float
+    dictionary: int
+    ms_early: float  #: mean ms per step over the first 10% of steps
+    ms_late: float  #: mean ms per step over the last 10% of steps
+    ms_mid: float  #: mean ms per step over steps 40% to 50%
+
+
+ALL = ("bkb", "bkb-adaptive", EXACT, "dtc-uniform", "random")
+FAST = ("bkb-adaptive", EXACT)
+
+BUDGETS: dict[str, list[Case]] = {
+    "small": [
+        Case("setting-1", 1000, 3, 0.5, 2000, 0, ALL),
+        Case("setting-2", 20_000, 3, 0.5, 3000, 0, FAST),
+        Case("crossover", 5000, 3, 0.2, 1500, 0, FAST),
+        Case("crossover", 5000, 3, 0.1, 1500, 0, FAST),
+    ],
+    "large": [
+        *(Case("setting-1", 1000, 3, 0.5, 2000, s, ALL) for s in range(3)),
+        Case("setting-2", 100_000, 3, 0.5, 10_000, 0, FAST),
+        *(
+            Case("crossover", 20_000, 3, ls, 3000, 0, FAST)
+            for ls in (0.5, 0.3, 0.2, 0.1)
+        ),
+    ],
+}
+
+
+def make_problem(case: Case) -> tuple[Tensor, RBFKernel, FiniteArmEnvironment]:
+    r"""Arms, the (fixed) kernel, and a GP draw on them for ``case``."""
+    g = torch.Generator().manual_seed(case.seed)
+    arms = torch.rand(case.num_arms, case.dim, generator=g, dtype=torch.double)
+    kernel = RBFKernel().double()
+    kernel.lengthscale = case.lengthscale
+    kernel.requires_grad_(False)
+    env = FiniteArmEnvironment.gp_sample(
+        arms, kernel, generator=torch.Generator().manual_seed(case.seed + 1)
+    )
+    return arms, kernel, env
+
+
+def _factories(
+    arms: Tensor, kernel: RBFKernel, lam: float, seed: int, bkb_size: int
+) -> dict[str, Callable[[], object]]:
+    def gen() -> torch.Generator:
+        return torch.Generator().manual_seed(seed + 2)
+
+    width = "authors"
+    return {
+        "bkb": lambda: BKB(arms, kernel, lam, beta=width, generator=gen()),
+        "bkb-adaptive": lambda: BKB(
+            arms, kernel, lam, resample="adaptive", beta=width, generator=gen()
+        ),
+        EXACT: lambda: GPUCB(arms, kernel, lam, beta=width, generator=gen()),
+        "dtc-uniform": lambda: DTCUCB(
+            arms, kernel, lam, dictionary=bkb_size, beta=width, generator=gen()
+        ),
+        "random": lambda: RandomPolicy(arms, generator=gen()),
+    }
+
+
+def _window_ms(trace: BanditTrace, lo: float, hi: float) -> float:
+    t = torch.tensor(trace.step_time, dtype=torch.double)
+    n = t.numel()
+    a, b = int(lo * n), max(int(hi * n), int(lo * n) + 1)
+    return 1e3 * float(t[a:b].mean())
+
+
+def run(budget_name: str = "small") -> tuple[list[Row], dict[str, list[BanditTrace]]]:
+    r"""Run every case of a budget.
+
+    Returns:
+        The rows, and the traces of each experiment's first case (for plots).
+    """
+    rows: list[Row] = []
+    traces: dict[str, list[BanditTrace]] = {}
+    for case in tqdm(BUDGETS[budget_name], desc="bandits"):
+        arms, kernel, env = make_problem(case)
+        lam = env.noise_std**2
+        bkb_size = 64
+        case_traces = []
+        for method in case.methods:
+            factory = _factories(arms, kernel, lam, case.seed, bkb_size)[method]
+            policy = factory()
+            trace = run_finite(policy, env, case.num_steps, name=method)
+            if method == "bkb":
+                bkb_size = policy.dictionary_size  # DTC-uniform gets the same size
+            row = Row(
+                case=case,
+                method=method,
+                seconds=trace.total_time,
+                regret=float(trace.cumulative_regret[-1]),
+                dictionary=policy.dictionary_size,
+                ms_early=_window_ms(trace, 0.0, 0.1),
+                ms_mid=_window_ms(trace, 0.4, 0.5),
+                ms_late=_window_ms(trace, 0.9, 1.0),
+            )
+            rows.append(row)
+            case_traces.append(trace)
+            tqdm.write(
+                f"{case.experiment} A={case.num_arms} T={case.num_steps} "
+                f"ls={case.lengthscale} seed={case.seed} {method}: "
+                f"{row.seconds:.2f} s, regret {row.regret:.1f}, "
+                f"dictionary {row.dictionary}"
+            )
+        key = f"{case.experiment}-ls{case.lengthscale}"
+        traces.setdefault(key, case_traces)
+    return rows, traces
+
+
+def _exact(rows: list[Row], case: Case) -> Row | None:
+    for r in rows:
+        if r.case == case and r.method == EXACT:
+            return r
+    return None
+
+
+def render(rows: list[Row], machine: str) -> str:
+    r"""Markdown tables: ratios against exact GP-UCB first, then absolutes."""
+    lines = [
+        "Ratios are against exact GP-UCB on the same arms, function, noise and "
+        "seed in the same run: time ratio = its policy time / this policy's "
+        "(higher is faster); regret ratio = this policy's cumulative regret / "
+        "its (lower is better). ms/step: mean over the first 10%, steps 40-50% "
+        "and the last 10% of the run.",
+        "",
+        "| experiment | A | T | lengthscale | seed | method | time ratio | "
+        "regret ratio | seconds | regret | dictionary | ms/step early, mid, late |",
+        "|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---|",
+    ]
+    for r in rows:
+        exact = _exact(rows, r.case)
+        c = r.case
+        ratio = f"{exact.seconds / r.seconds:.2f}x" if exact else "-"
+        regret = f"{r.regret / exact.regret:.2f}" if exact else "-"
+        lines.append(
+            f"| {c.experiment} | {c.num_arms} | {c.num_steps} | {c.lengthscale} | "
+            f"{c.seed} | {r.method} | {ratio} | {regret} | {r.seconds:.2f} | "
+            f"{r.regret:.1f} | {r.dictionary} | {r.ms_early:.2f}, {r.ms_mid:.2f}, "
+            f"{r.ms_late:.2f} |"
+        )
+    lines += ["", f"Absolute seconds are from {machine}."]
+    return "\n".join(lines)
+
+
+def plot(traces: dict[str, list[BanditTrace]], stem: str) -> list[str]:
+    r"""One figure per experiment: cumulative regret, time per step, dictionary.
+
+    Returns:
+        The paths written.
+    """
+    paths = []
+    for key, case_traces in traces.items():
+        path = f"{stem}-{key}.png"
+        plot_traces(case_traces, path)
+        paths.append(path)
+    return paths
