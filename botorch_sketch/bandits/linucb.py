@@ -150,6 +150,7 @@ class SGDLinUCB(ContextualPolicy):
         step: Schedule | None = None,
         ridge: Schedule | None = None,
         tracking_steps: int = 1,
+        steps_per_update: int = 1,
         generator: torch.Generator | None = None,
         dtype: torch.dtype = torch.double,
         device: torch.device | str | None = None,
@@ -166,14 +167,21 @@ class SGDLinUCB(ContextualPolicy):
                 ``PowerRidge(alpha=0.6)``.
             tracking_steps: Extra width steps per slot when the candidates change
                 (the paper's ``T``); none are taken for an unchanged arm set.
+            steps_per_update: SGD steps (on resampled history samples) per
+                observation; the paper takes one. More steps cost ``O(d)`` each and
+                cut the tracking error when observations are few and the design
+                ill-conditioned.
             generator: The generator of the resampled history indices.
             dtype: The floating point type.
             device: The device.
         """
         super().__init__(generator=generator)
+        if tracking_steps < 0 or steps_per_update < 1:
+            raise ValueError("need tracking_steps >= 0 and steps_per_update >= 1.")
         self.dim = dim
         self.width = width
         self.tracking_steps = tracking_steps
+        self.steps_per_update = steps_per_update
         self.solver = SGDLeastSquares(
             dim,
             step=step or HarmonicStep(3.5 * dim),
@@ -225,13 +233,17 @@ class SGDLinUCB(ContextualPolicy):
         return argmax_first(self.scores(candidates))
 
     def update(self, features: Tensor, rewards: Tensor) -> None:
-        r"""One fRLS-GD step for ``theta`` and one width step per slot, per reward.
+        r"""fRLS-GD steps for ``theta`` and width steps per slot, per reward.
 
-        Both take their step on the same resampled history sample.
+        ``steps_per_update`` of each (one by default, as in the paper), each pair
+        on the same resampled history sample.
         """
         rewards = _check_feedback(features, rewards, self.dim)
         features = features.to(self.solver.theta)
         for x, r in zip(features, rewards, strict=True):
             i = self.solver.observe(x, r, validate=False)
-            if self.tracker is not None:
-                self.tracker.step(self.solver.sample(i)[0], self.solver.n)
+            for step in range(self.steps_per_update):
+                if step:
+                    i = self.solver.sgd_step()
+                if self.tracker is not None:
+                    self.tracker.step(self.solver.sample(i)[0], self.solver.n)
