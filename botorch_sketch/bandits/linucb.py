@@ -42,11 +42,12 @@ from botorch_sketch.bandits.policy import ContextualPolicy, argmax_first
 from botorch_sketch.sketching.ridge import OnlineRidge
 from botorch_sketch.sketching.sgd import (
     HarmonicStep,
-    PowerRidge,
+    InverseRidge,
     Schedule,
     SGDLeastSquares,
     WidthTracker,
 )
+from botorch_sketch.sketching.sgd import width_step as width_step_for
 
 
 def _check_candidates(candidates: Tensor, dim: int) -> None:
@@ -132,9 +133,10 @@ class SGDLinUCB(ContextualPolicy):
     r"""fLinUCB-GD: LinUCB with SGD-tracked ``theta`` and widths, ``O(C d)`` per round.
 
     The width of slot ``k`` is ``sqrt(x_k^T phi_k)``, an estimate of
-    ``sqrt(x_k^T (A_n + n lambda_n I)^{-1} x_k)``; with the paper's ridge
-    ``lambda_n = n^{-(1 - alpha)}`` this is LinUCB's width for a ridge that grows
-    like ``n^alpha``, not a fixed prior's.
+    ``sqrt(x_k^T (A_n + n lambda_n I)^{-1} x_k)``: LinUCB's width with the default
+    ridge ``lambda_n = 1 / n``; with the paper's ``lambda_n = n^{-(1 - alpha)}``
+    it is LinUCB's width for a ridge that grows like ``n^alpha``, not a fixed
+    prior's.
 
     Example:
         >>> policy = FixedArmSet(SGDLinUCB(dim=d, generator=g), arms)
@@ -149,6 +151,7 @@ class SGDLinUCB(ContextualPolicy):
         width: float = 1.0,
         step: Schedule | None = None,
         ridge: Schedule | None = None,
+        width_step: Schedule | None = None,
         tracking_steps: int = 1,
         steps_per_update: int = 1,
         generator: torch.Generator | None = None,
@@ -160,11 +163,15 @@ class SGDLinUCB(ContextualPolicy):
         Args:
             dim: The feature dimension ``d``.
             width: The width multiplier ``kappa``.
-            step: The step schedule of ``theta`` and of the widths; defaults to
+            step: The step schedule of ``theta``; defaults to
                 ``HarmonicStep(3.5 d)`` (``gamma_n <= 1/4``; Theorem 1's choice for
                 ``mu = 1/d``).
-            ridge: The ridge schedule; defaults to the paper's
-                ``PowerRidge(alpha=0.6)``.
+            ridge: The ridge schedule of ``theta`` and of the widths; defaults
+                to LinUCB's ridge, ``InverseRidge(1.0)`` (``A_n + I``). The paper's
+                ``PowerRidge(alpha=0.6)`` makes the widths shrink like
+                ``n^{-alpha/2}`` even for arms never pulled, and under-explores.
+            width_step: The step schedule of the widths; defaults to
+                :func:`~botorch_sketch.sketching.sgd.width_step`.
             tracking_steps: Extra width steps per slot when the candidates change
                 (the paper's ``T``); none are taken for an unchanged arm set.
             steps_per_update: SGD steps (on resampled history samples) per
@@ -185,11 +192,12 @@ class SGDLinUCB(ContextualPolicy):
         self.solver = SGDLeastSquares(
             dim,
             step=step or HarmonicStep(3.5 * dim),
-            ridge=ridge or PowerRidge(0.6),
+            ridge=ridge or InverseRidge(1.0),
             generator=generator,
             dtype=dtype,
             device=device,
         )
+        self.width_step = width_step or width_step_for(dim)
         self.tracker: WidthTracker | None = None
 
     @property
@@ -204,7 +212,7 @@ class SGDLinUCB(ContextualPolicy):
         if tracker is None or tracker.vectors.shape != candidates.shape:
             self.tracker = WidthTracker(
                 candidates,
-                step=self.solver.step,
+                step=self.width_step,
                 ridge=self.solver.ridge,
                 initial_scale=self.solver.isotropic_scale(),
             )

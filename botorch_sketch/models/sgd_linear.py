@@ -66,6 +66,7 @@ from botorch_sketch.sketching.sgd import (
     Schedule,
     SGDLeastSquares,
     WidthTracker,
+    width_step,
 )
 
 
@@ -163,7 +164,7 @@ class SGDLinearModel(Model):
             # target to be V_n^{-1} phi whatever the mean's schedule.
             self.tracker = WidthTracker(
                 arm_features,
-                step=self.solver.step,
+                step=width_step(m),
                 ridge=InverseRidge(self.noise_var),
                 initial_scale=self.noise_var,
             )
