@@ -78,7 +78,7 @@ class Budget:
 
 BUDGETS = {
     "small": Budget(dims=[100, 1000], synthetic_steps=1000, replay_events=4000),
-    "large": Budget(dims=[100, 1000], synthetic_steps=10_000, replay_events=30_000),
+    "large": Budget(dims=[100, 1000], synthetic_steps=5000, replay_events=20_000),
 }
 
 

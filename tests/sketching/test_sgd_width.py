@@ -38,7 +38,9 @@ def test_tracked_width_matches_regularised_inverse(tkwargs):
     X, y = _sphere(n, d, seed=0, **tkwargs)
     arms = _sphere(5, d, seed=1, **tkwargs)[0]
     solver = SGDLeastSquares(
-        d, HarmonicStep(3.5 * d), InverseRidge(1.0),
+        d,
+        HarmonicStep(3.5 * d),
+        InverseRidge(1.0),
         generator=torch.Generator().manual_seed(0),
     )
     tracker = WidthTracker(arms, width_step(d), solver.ridge, initial_scale=1.0)
@@ -153,7 +155,9 @@ def test_identity_and_nystrom_features(tkwargs):
 
 
 def test_block_drawn_indices_are_uniform():
-    solver = SGDLeastSquares(1, Constant(0.0), generator=torch.Generator().manual_seed(0))
+    solver = SGDLeastSquares(
+        1, Constant(0.0), generator=torch.Generator().manual_seed(0)
+    )
     for _ in range(7):
         solver.observe(torch.ones(1, dtype=torch.double), 0.0)
     counts = torch.bincount(
