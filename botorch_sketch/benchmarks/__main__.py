@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-r"""``python -m botorch_sketch.benchmarks {inference,bandits} [--budget ...]``."""
+r"""``python -m botorch_sketch.benchmarks NAME [--budget small|large]``."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import sys
 
 import torch
 
-from botorch_sketch.benchmarks import bandits, inference
+from botorch_sketch.benchmarks import bandits, inference, linear
 
 
 def machine() -> str:
@@ -22,9 +22,9 @@ def machine() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    r"""Run a benchmark, print its tables and write them with a plot."""
+    r"""Run a benchmark, print its tables and write them with its plots."""
     parser = argparse.ArgumentParser(prog="python -m botorch_sketch.benchmarks")
-    parser.add_argument("benchmark", choices=["inference", "bandits"])
+    parser.add_argument("benchmark", choices=["inference", "bandits", "linear"])
     parser.add_argument("--budget", choices=["small", "large"], default="small")
     parser.add_argument("--out", default="benchmark-results")
     args = parser.parse_args(argv)
@@ -34,6 +34,11 @@ def main(argv: list[str] | None = None) -> int:
         rows, d_eff = inference.run(args.budget)
         text = inference.render(rows, d_eff, machine())
         inference.plot(rows, stem + ".png")
+        figures = [stem + ".png"]
+    elif args.benchmark == "linear":
+        rows = linear.run(args.budget)
+        text = linear.render(rows, machine())
+        linear.plot(rows, stem + ".png")
         figures = [stem + ".png"]
     else:
         rows, traces = bandits.run(args.budget)

@@ -1,0 +1,289 @@
+#!/usr/bin/env python3
+r"""fLinUCB-GD (``SGDLinUCB``) against Sherman-Morrison ``LinUCB``, side by side.
+
+Two experiments at each feature dimension ``d`` [Korda2015fast]_:
+
+1. *synthetic*: a linear bandit with 20 arms uniform on the unit sphere
+   (:func:`~botorch_sketch.bandits.linear_environments.sphere_arms_environment`),
+   expected rewards uniform on ``[-1, 1]``, noise sd 0.3; a fixed arm set, the
+   regime where fLinUCB-GD costs ``O(K d)`` per round against LinUCB's
+   ``O(K d^2)``.
+2. *replay*: offline replay [Li2011unbiased]_ of a uniformly logged log
+   simulated from scikit-learn's digits (10 actions, disjoint features,
+   ``d = 10 p``); the candidates change every event, so fLinUCB-GD's widths are
+   warm-started per action slot (the paper's Alg. 2).
+
+All policies share ``kappa = 0.5`` and LinUCB's ridge ``lambda = 1``. Rows:
+``SGDLinUCB`` (ridge ``lambda / n``, i.e. LinUCB's, one SGD step per
+observation), the same with 16 steps per observation, and the paper's
+configuration (``lambda_n = n^{-0.4}``, ``gamma_n = 1 / (100 + n)``). The policies
+run in lockstep, round by round, so that their timings share the machine's load;
+the environment's own work (reward draws, candidate construction) is not
+timed.
+
+References
+
+.. [Korda2015fast]
+    N. Korda, Prashanth L.A., R. Munos. Fast gradient descent for drifting least
+    squares regression, with application to bandits. AAAI 2015.
+.. [Li2011unbiased]
+    L. Li, W. Chu, J. Langford, X. Wang. Unbiased offline evaluation of
+    contextual-bandit-based news article recommendation algorithms. WSDM 2011.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+from tqdm.auto import tqdm
+
+from botorch_sketch.bandits.linear_environments import sphere_arms_environment
+from botorch_sketch.bandits.linucb import LinUCB, SGDLinUCB
+from botorch_sketch.bandits.policy import ContextualPolicy
+from botorch_sketch.bandits.replay import digits_log, replay_side_by_side
+from botorch_sketch.sketching.sgd import InverseRidge, OffsetHarmonicStep, PowerRidge
+
+BASELINE = "LinUCB"
+WIDTH = 0.5
+RIDGE = 1.0
+NUM_ARMS = 20
+NOISE_SD = 0.3
+
+
+@dataclass
+class Row:
+    r"""One policy in one experiment at one dimension."""
+
+    experiment: str
+    policy: str
+    dim: int
+    steps: int
+    seconds_per_step: float
+    reward: float
+    regret: float | None
+    accepted: int | None = None
+
+
+@dataclass
+class Budget:
+    r"""Sizes of one benchmark run."""
+
+    dims: list[int]
+    synthetic_steps: int
+    replay_events: int
+
+
+BUDGETS = {
+    "small": Budget(dims=[100, 1000], synthetic_steps=1000, replay_events=4000),
+    "large": Budget(dims=[100, 1000], synthetic_steps=5000, replay_events=20_000),
+}
+
+
+def policies(dim: int, seed: int) -> dict[str, Callable[[], ContextualPolicy]]:
+    r"""The compared policies at feature dimension ``dim``, by name."""
+
+    def sgd(**kwargs) -> Callable[[], ContextualPolicy]:
+        def build() -> ContextualPolicy:
+            g = torch.Generator().manual_seed(seed)
+            return SGDLinUCB(dim, width=WIDTH, generator=g, **kwargs)
+
+        return build
+
+    return {
+        BASELINE: lambda: LinUCB(dim, ridge=RIDGE, width=WIDTH),
+        "SGDLinUCB": sgd(ridge=InverseRidge(RIDGE)),
+        "SGDLinUCB 16 steps/obs": sgd(ridge=InverseRidge(RIDGE), steps_per_update=16),
+        "SGDLinUCB paper (n^-0.4, 1/(100+n))": sgd(
+            ridge=PowerRidge(0.6), step=OffsetHarmonicStep(100)
+        ),
+    }
+
+
+def synthetic(dim: int, steps: int, seed: int = 1) -> list[Row]:
+    r"""The fixed-arm-set linear bandit, all policies in lockstep."""
+    env = sphere_arms_environment(
+        NUM_ARMS, dim, NOISE_SD, generator=torch.Generator().manual_seed(seed)
+    )
+    arms = env.arms
+    built = {name: build() for name, build in policies(dim, seed).items()}
+    # Each policy gets its own reward noise stream, identical across policies.
+    noise = NOISE_SD * torch.randn(
+        len(built), steps, generator=torch.Generator().manual_seed(seed + 1)
+    ).to(arms)
+    seconds = dict.fromkeys(built, 0.0)
+    reward = dict.fromkeys(built, 0.0)
+    regret = dict.fromkeys(built, 0.0)
+    for t in tqdm(range(steps), desc=f"synthetic d={dim}", leave=False):
+        for k, (name, policy) in enumerate(built.items()):
+            start = time.perf_counter()
+            i = int(policy.select(arms))
+            mid = time.perf_counter()
+            r = env.means[i] + noise[k, t]
+            resume = time.perf_counter()
+            policy.update(arms[i : i + 1], r.reshape(1))
+            seconds[name] += (mid - start) + (time.perf_counter() - resume)
+            reward[name] += float(r)
+            regret[name] += env.best_mean - float(env.means[i])
+    rows = [
+        Row(
+            "synthetic",
+            name,
+            dim,
+            steps,
+            seconds[name] / steps,
+            reward[name],
+            regret[name],
+        )
+        for name in built
+    ]
+    for row in rows:
+        _report(row)
+    return rows
+
+
+def replay_rows(dim: int, events: int, seed: int = 1) -> list[Row]:
+    r"""Replay on the digits log with ``d = dim`` features."""
+    log = digits_log(events, dim // 10, generator=torch.Generator().manual_seed(seed))
+    built = {name: build() for name, build in policies(log.dim, seed).items()}
+    results = replay_side_by_side(
+        list(built.values()), log, progress=True, names=list(built)
+    )
+    rows = []
+    for name, result in zip(built, results, strict=True):
+        row = Row(
+            "replay",
+            name,
+            log.dim,
+            events,
+            result.time_per_event,
+            result.ctr,
+            None,
+            result.num_accepted,
+        )
+        _report(row)
+        rows.append(row)
+    return rows
+
+
+def _report(row: Row) -> None:
+    extra = (
+        f"regret {row.regret:8.1f}"
+        if row.regret is not None
+        else (f"CTR {row.reward:.3f} on {row.accepted} accepted")
+    )
+    tqdm.write(
+        f"{row.experiment:9s} d={row.dim:<5d} {row.policy:38s} "
+        f"{1e3 * row.seconds_per_step:8.3f} ms/step  reward {row.reward:9.3f}  "
+        f"{extra}"
+    )
+
+
+def run(budget_name: str = "small") -> list[Row]:
+    r"""Run both experiments at every dimension of the budget.
+
+    Args:
+        budget_name: ``"small"`` (a minute or two on 2 cores) or ``"large"``.
+
+    Returns:
+        The rows.
+    """
+    budget = BUDGETS[budget_name]
+    rows: list[Row] = []
+    for dim in budget.dims:
+        rows += synthetic(dim, budget.synthetic_steps)
+        rows += replay_rows(dim, budget.replay_events)
+    return rows
+
+
+def _baseline(rows: list[Row], row: Row) -> Row | None:
+    for other in rows:
+        if (other.experiment, other.dim, other.policy) == (
+            row.experiment,
+            row.dim,
+            BASELINE,
+        ):
+            return other
+    return None
+
+
+def render(rows: list[Row], machine: str) -> str:
+    r"""Markdown tables: ratios against ``LinUCB`` first, then absolute numbers."""
+    lines = [
+        "Ratios are against `LinUCB` in the same run (policies in lockstep): "
+        "speed-up = LinUCB's policy time per step / this policy's (higher is "
+        "faster); reward ratio = this policy's cumulative reward / LinUCB's "
+        "(synthetic) or CTR / LinUCB's CTR (replay). Targets at d = 1000: "
+        "speed-up >= 10, reward ratio >= 0.9.",
+        "",
+        "| experiment | d | policy | speed-up | reward ratio |",
+        "|---|---:|---|---:|---:|",
+    ]
+    for row in rows:
+        if row.policy == BASELINE:
+            continue
+        base = _baseline(rows, row)
+        speed = base.seconds_per_step / row.seconds_per_step
+        ratio = row.reward / base.reward if base.reward else float("nan")
+        lines.append(
+            f"| {row.experiment} | {row.dim} | {row.policy} | {speed:.1f}x | "
+            f"{ratio:.3f} |"
+        )
+    lines += [
+        "",
+        "Absolute numbers (replay: time per replayed event, CTR over the "
+        "accepted events):",
+        "",
+        "| experiment | d | policy | steps/events | ms per step | reward / CTR | "
+        "regret | accepted |",
+        "|---|---:|---|---:|---:|---:|---:|---:|",
+    ]
+    for row in rows:
+        regret = "-" if row.regret is None else f"{row.regret:.1f}"
+        accepted = "-" if row.accepted is None else str(row.accepted)
+        reward = (
+            f"{row.reward:.3f}" if row.experiment == "replay" else (f"{row.reward:.1f}")
+        )
+        lines.append(
+            f"| {row.experiment} | {row.dim} | {row.policy} | {row.steps} | "
+            f"{1e3 * row.seconds_per_step:.3f} | {reward} | {regret} | {accepted} |"
+        )
+    lines += ["", f"Absolute times are from {machine}."]
+    return "\n".join(lines)
+
+
+def plot(rows: list[Row], path: str) -> None:
+    r"""Speed-up against reward ratio, one point per policy, experiment and d."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for row in rows:
+        if row.policy == BASELINE:
+            continue
+        base = _baseline(rows, row)
+        speed = base.seconds_per_step / row.seconds_per_step
+        ratio = row.reward / base.reward if base.reward else float("nan")
+        marker = "o" if row.experiment == "synthetic" else "s"
+        ax.scatter(speed, ratio, marker=marker)
+        ax.annotate(
+            f"{row.policy.replace('SGDLinUCB', 'SGD')} {row.experiment} d={row.dim}",
+            (speed, ratio),
+            fontsize=6,
+        )
+    ax.axvline(10, color="grey", linestyle=":")
+    ax.axhline(0.9, color="grey", linestyle=":")
+    ax.set_xscale("log")
+    ax.set_xlabel("speed-up over LinUCB (time per step ratio)")
+    ax.set_ylabel("reward ratio to LinUCB")
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+__all__ = ["BUDGETS", "Row", "plot", "render", "run"]
