@@ -9,7 +9,7 @@ from botorch_sketch.acquisition import (
     BKBUpperConfidenceBound,
     qBKBUpperConfidenceBound,
 )
-from botorch_sketch.models import NystromGP
+from botorch_sketch.models import NystromGP, SGDLinearModel
 from botorch_sketch.sketching import (
     FixedSelector,
     GreedyVarianceSelector,
@@ -25,6 +25,7 @@ __all__ = [
     "GreedyVarianceSelector",
     "NystromGP",
     "RidgeLeverageSampler",
+    "SGDLinearModel",
     "UniformSelector",
     "qBKBUpperConfidenceBound",
 ]

@@ -46,6 +46,7 @@ from __future__ import annotations
 
 from typing import Literal
 
+import torch
 from botorch.exceptions.errors import InputDataError
 from gpytorch.kernels import Kernel
 from torch import Tensor
@@ -112,6 +113,7 @@ class BKB(DTCUCB):
         self.resample = resample
         self.growth_factor = growth_factor
         self._size_at_draw = 0
+        self._pending: Tensor | None = None
         self.num_resamples = 0
         if resample == "adaptive":
             self.name = "bkb-adaptive"
@@ -122,7 +124,10 @@ class BKB(DTCUCB):
         return self.sampler.qbar
 
     def _grow(self, indices: Tensor, previous: Tensor) -> None:
-        if self.resample != "adaptive":
+        # Before the pulls are recorded, so that atoms inserted here see the
+        # posterior and the statistics of the same data.
+        if self.resample == "every_step":
+            self._draw_every_step(indices, previous)
             return
         # One coin per pull, at sigma_{t-1} as in Algorithm 1; winners join now.
         p = (self.qbar * previous[indices]).clamp(max=1)
@@ -131,11 +136,32 @@ class BKB(DTCUCB):
             if not bool(self._in_dictionary[idx]):
                 self._insert(idx)
 
+    def _draw_every_step(self, indices: Tensor, previous: Tensor) -> None:
+        # Algorithm 1's draw over every pulled arm, this pull included, at the
+        # variances sigma_{t-1} from before it. A draw that only adds atoms
+        # (often: well-pulled atoms are kept with probability ~1 - exp(-qbar))
+        # is applied by insertion and a rank-one update, which give the same
+        # posterior as rebuilding; a draw that drops an atom is rebuilt.
+        counts = self.counts.index_add(0, indices, torch.ones_like(previous[indices]))
+        pulled = counts.nonzero().squeeze(-1)
+        kept = pulled[self.sampler.draw(previous[pulled], counts[pulled])]
+        chosen = torch.zeros_like(self._in_dictionary)
+        chosen[kept] = True
+        if bool((self._in_dictionary & ~chosen).any()):
+            self._pending = kept
+            return
+        self._pending = None
+        for idx in (chosen & ~self._in_dictionary).nonzero().squeeze(-1).tolist():
+            self._insert(idx)
+
     def _absorb(self, indices: Tensor, rewards: Tensor, previous: Tensor) -> None:
         if self.resample == "every_step":
-            # Algorithm 1: probabilities from sigma_{t-1}, the variances before
-            # this pull, for every pulled arm including the new one.
-            self._redraw(previous)
+            if self._pending is not None:
+                self._rebuild(self._pending)
+                self._pending = None
+            else:
+                self._rank_update(indices, rewards)
+            self.num_resamples += 1
             return
         self._rank_update(indices, rewards)
         if self.dictionary_size > self.growth_factor * max(self._size_at_draw, 1):

@@ -46,7 +46,6 @@ from botorch_sketch.sketching.chunks import chunk_size_for, row_chunks
 from botorch_sketch.sketching.confidence import WidthForm, bkb_width
 from botorch_sketch.sketching.dtc import DTCStatistics
 from botorch_sketch.sketching.kernels import kernel_diagonal
-from botorch_sketch.sketching.nystrom import NystromEmbedding
 from botorch_sketch.sketching.online import OnlineDTC, TrackedCandidates
 
 
@@ -114,10 +113,13 @@ class DTCUCB(FiniteArmPolicy):
         self.num_observations = 0
         self._since_refactor = 0
         with torch.no_grad():
-            self.kappa2 = max(
-                float(kernel_diagonal(kernel, arms[rows]).max())
-                for rows in row_chunks(A, chunk_size or chunk_size_for(1))
+            self.prior_variance = torch.cat(
+                [
+                    kernel_diagonal(kernel, arms[rows])
+                    for rows in row_chunks(A, chunk_size or chunk_size_for(1))
+                ]
             )
+            self.kappa2 = float(self.prior_variance.max())
             if isinstance(dictionary, int):
                 dictionary = torch.randperm(A, generator=self.generator)[:dictionary]
             if dictionary is None:
@@ -269,8 +271,9 @@ class DTCUCB(FiniteArmPolicy):
             self.num_arms, dtype=torch.bool, device=self.arms.device
         )
         self._in_dictionary[dictionary] = True
-        self.embedding = NystromEmbedding(self.kernel, self.arms[dictionary])
-        cands = TrackedCandidates(self.embedding, None, self.arms, self.chunk_size)
+        self.embedding, cands = TrackedCandidates.from_subset(
+            self.kernel, self.arms, dictionary, self.prior_variance, self.chunk_size
+        )
         pulled = self.counts.nonzero().squeeze(-1)
         if pulled.numel():
             n = self.counts[pulled]

@@ -2,5 +2,6 @@
 r"""BoTorch models built on :mod:`botorch_sketch.sketching`."""
 
 from botorch_sketch.models.nystrom_gp import NystromGP
+from botorch_sketch.models.sgd_linear import SGDLinearModel
 
-__all__ = ["NystromGP"]
+__all__ = ["NystromGP", "SGDLinearModel"]

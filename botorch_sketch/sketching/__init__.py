@@ -6,8 +6,18 @@ and SGD tracking of least-squares solutions. Torch and gpytorch kernels only;
 nothing here knows about BoTorch models.
 """
 
+from botorch_sketch.sketching.confidence import bkb_width
 from botorch_sketch.sketching.dtc import DTCPosterior, DTCStatistics, posterior_variance
+from botorch_sketch.sketching.features import (
+    FeatureMap,
+    IdentityFeatures,
+    NystromFeatures,
+    RandomFourierFeatures,
+)
+from botorch_sketch.sketching.kernels import kernel_diagonal, kernel_matrix
 from botorch_sketch.sketching.nystrom import NystromEmbedding
+from botorch_sketch.sketching.online import OnlineDTC, TrackedCandidates
+from botorch_sketch.sketching.ridge import OnlineRidge
 from botorch_sketch.sketching.selection import (
     FixedSelector,
     GreedyVarianceSelector,
@@ -27,9 +37,23 @@ from botorch_sketch.sketching.sgd import (
     PowerRidge,
     Schedule,
     SGDLeastSquares,
+    WidthTracker,
+    width_step,
 )
 
 __all__ = [
+    "FeatureMap",
+    "IdentityFeatures",
+    "NystromFeatures",
+    "OnlineDTC",
+    "OnlineRidge",
+    "RandomFourierFeatures",
+    "TrackedCandidates",
+    "WidthTracker",
+    "bkb_width",
+    "kernel_diagonal",
+    "kernel_matrix",
+    "width_step",
     "Constant",
     "HarmonicStep",
     "InverseRidge",

@@ -49,6 +49,10 @@ def default_relative_cutoff(dtype: torch.dtype, num_inducing: int) -> float:
     return 10.0 * max(num_inducing, 1) * torch.finfo(dtype).eps
 
 
+#: Smallest relative Cholesky pivot of ``K_SS`` taken without an eigendecomposition.
+WELL_CONDITIONED_PIVOT = 1e-6
+
+
 class NystromEmbedding:
     r"""The map ``x -> z(x) = (K_SS^{1/2})^+ k_S(x)`` for a fixed inducing set.
 
@@ -63,6 +67,7 @@ class NystromEmbedding:
         kernel: Kernel,
         inducing_points: Tensor,
         relative_cutoff: float | None = None,
+        gram: Tensor | None = None,
     ) -> None:
         r"""Build the embedding.
 
@@ -72,6 +77,8 @@ class NystromEmbedding:
                 input-transformed).
             relative_cutoff: Eigenvalues of ``K_SS`` below this times the largest
                 are dropped. Defaults to :func:`default_relative_cutoff`.
+            gram: ``K_SS`` if the caller has it already (as rows of a kernel block
+                it computed anyway); computed otherwise.
         """
         self.kernel = kernel
         self.inducing_points = inducing_points
@@ -85,7 +92,19 @@ class NystromEmbedding:
             # An empty set embeds into R^0: the DTC posterior is then the prior.
             self.root = inducing_points.new_zeros(0, 0)
             return
-        K = kernel_matrix(kernel, inducing_points)
+        K = kernel_matrix(kernel, inducing_points) if gram is None else gram
+        K = 0.5 * (K + K.mT)
+        # Fast path: a well-conditioned K_SS (every Cholesky pivot, the variance
+        # of a point given the previous ones, well above rounding) needs no
+        # eigendecomposition; root = L^{-T}. Sets drawn by posterior variance
+        # are spread out and take this path; near-duplicates fall through.
+        L, info = torch.linalg.cholesky_ex(K)
+        if int(info) == 0:
+            floor = WELL_CONDITIONED_PIVOT * K.diagonal().max()
+            if bool(L.diagonal().pow(2).min() > floor):
+                eye = torch.eye(m, dtype=K.dtype, device=K.device)
+                self.root = torch.linalg.solve_triangular(L, eye, upper=False).mT
+                return
         with torch.no_grad():
             evals, evecs = torch.linalg.eigh(K)
             keep = evals > relative_cutoff * evals[-1].clamp_min(0)
