@@ -24,8 +24,10 @@ install: $(STAMP)
 demo: $(STAMP)
 	$(PY) -m botorch_sketch.benchmarks inference --budget small
 
+# make bench BENCH=bandits (or linear): the large budget of another benchmark.
+BENCH ?= inference
 bench: $(STAMP)
-	$(PY) -m botorch_sketch.benchmarks inference --budget large
+	$(PY) -m botorch_sketch.benchmarks $(BENCH) --budget large
 
 lint: $(STAMP)
 	$(PY) -m ruff check .
