@@ -246,13 +246,15 @@ class DTCUCB(FiniteArmPolicy):
         cands = self.candidates
         m = cands.dim
         c = cands.extend_embedding(embedding)
+        # Each pulled arm enters as one observation of its mean reward with
+        # noise lambda / n_i, as in ``_rebuild``.
         pulled = self.counts.nonzero().squeeze(-1)
-        precision = self.counts[pulled] / self.noise_var  # n_i / lambda
-        c_pulled = c[pulled]
-        border = self.posterior.extend(
-            gram_column=cands.Z[pulled, :m].mT @ (precision * c_pulled),
-            gram_corner=(precision * c_pulled.pow(2)).sum(),
-            moment_entry=(c_pulled * self.reward_sums[pulled]).sum() / self.noise_var,
+        n = self.counts[pulled]
+        border = self.posterior.extend_with_data(
+            cands.Z[pulled, :m],
+            c[pulled],
+            self.reward_sums[pulled] / n,
+            self.noise_var / n,
         )
         cands.apply_border(border)
         self.embedding = embedding

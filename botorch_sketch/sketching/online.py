@@ -160,6 +160,27 @@ class OnlineDTC:
         self.weights = torch.cat([self.weights - u * delta, delta.reshape(1)])
         return Border(u=u, schur=schur, delta=delta)
 
+    def extend_with_data(
+        self, Z: Tensor, coordinate: Tensor, r: Tensor, noise: Tensor
+    ) -> Border:
+        r"""Add a coordinate, given the observations' new coordinate.
+
+        Args:
+            Z: A ``n x m'`` tensor, the observations' old coordinates.
+            coordinate: A ``n`` tensor, their new coordinate ``c_i``.
+            r: A ``n`` tensor of residuals.
+            noise: A ``n`` tensor of noise variances.
+
+        Returns:
+            The border, for :meth:`TrackedCandidates.apply_border`.
+        """
+        weighted = coordinate / noise
+        return self.extend(
+            gram_column=Z.mT @ weighted,
+            gram_corner=(weighted * coordinate).sum(),
+            moment_entry=(weighted * r).sum(),
+        )
+
 
 @dataclass
 class Border:

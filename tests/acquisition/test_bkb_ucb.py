@@ -34,7 +34,7 @@ def model():
 
 def test_beta_uses_the_exact_effective_dimension(model):
     X = model.train_X
-    lam = float(model.likelihood.noise)
+    lam = float(model.likelihood.noise.detach())
     K = model.covar_module(X).to_dense().detach()
     evals = torch.linalg.eigvalsh(K)
     d_eff = float((evals / (evals + lam)).sum())
@@ -48,7 +48,7 @@ def test_value_is_mean_plus_bkb_width_times_sigma_tilde(model):
     acqf = BKBUpperConfidenceBound(model, form="authors", rkhs_norm=2.0)
     Xt = torch.rand(7, 1, 2, dtype=torch.double)
     post = model.posterior(Xt)
-    lam = float(model.likelihood.noise)
+    lam = float(model.likelihood.noise.detach())
     # In the model's standardised units, sigma_tilde = std_std / sqrt(lam); the
     # outcome transform scales mean and std alike.
     d_eff = float(model.effective_dimension())

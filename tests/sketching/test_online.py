@@ -152,3 +152,27 @@ def test_updates_with_an_empty_inducing_set_keep_the_prior(q, tkwargs):
     )
     assert torch.allclose(tracked.variance, torch.full((10,), 1.3, **tkwargs))
     assert torch.equal(tracked.mean, torch.zeros(10, **tkwargs))
+
+
+def test_growing_with_data_along_the_new_coordinate_matches_a_fresh_posterior(tkwargs):
+    # KORS / adaptive BKB: the new inducing point is not in the span of the data.
+    g = torch.Generator().manual_seed(4)
+    k = _kernel(0.25)
+    emb = NystromEmbedding(k, torch.rand(8, 2, generator=g, **tkwargs))
+    X = torch.rand(60, 2, generator=g, **tkwargs)
+    r = torch.randn(60, generator=g, **tkwargs)
+    noise = 0.02 + 0.1 * torch.rand(60, generator=g, **tkwargs)
+    cands = torch.rand(100, 2, generator=g, **tkwargs)
+    online = OnlineDTC(DTCStatistics.from_data(emb, X, r, noise))
+    tracked = TrackedCandidates(emb, online, cands)
+    grown = emb.extended(X[0])
+    assert grown is not None
+    tracked.extend_embedding(grown)
+    Z_old = emb(X)
+    tracked.apply_border(online.extend_with_data(Z_old, grown(X)[:, -1], r, noise))
+    post, mean, var = _from_scratch(grown, X, r, noise, cands)
+    assert torch.allclose(online.weights, post.weights, atol=1e-9)
+    assert torch.allclose(tracked.mean, mean, atol=1e-9)
+    assert torch.allclose(tracked.variance, var, atol=1e-9)
+    fresh = DTCStatistics.from_data(grown, X, r, noise)
+    assert torch.allclose(online.statistics.trace_gap, fresh.trace_gap, atol=1e-9)
