@@ -24,6 +24,9 @@ References:
 .. [Quinonero2005unifying]
     J. Quinonero-Candela, C. E. Rasmussen. A unifying view of sparse approximate
     Gaussian process regression. JMLR 2005.
+.. [Wilson2020efficiently]
+    J. Wilson, V. Borovitskiy, A. Terenin, P. Mostowsky, M. Deisenroth.
+    Efficiently sampling functions from Gaussian process posteriors. ICML 2020.
 .. [Titsias2009variational]
     M. Titsias. Variational learning of inducing variables in sparse Gaussian
     processes. AISTATS 2009.
@@ -271,6 +274,39 @@ class DTCPosterior:
         """
         G = self._whiten(Z)
         return residual_var + G.pow(2).sum(-2)
+
+    def matheron_update(
+        self, prior_weights: Tensor, generator: torch.Generator | None = None
+    ) -> Tensor:
+        r"""Matheron's rule in Nystrom coordinates: posterior minus prior weights.
+
+        With the data ``y = Z w + eps``, a prior draw ``w_0 ~ N(0, I)`` becomes a
+        posterior draw ``w_0 + v``, ``v = B^{-1} Z^T Lambda^{-1} (r - Z w_0 - eps)``
+        [Wilson2020efficiently]_. Everything is in the statistics:
+        ``Z^T Lambda^{-1} Z`` is ``gram``, ``Z^T Lambda^{-1} r`` is ``moment``, and
+        ``Z^T Lambda^{-1} eps ~ N(0, gram)``, so no pass over the data is needed.
+        A function drawn from the prior plus ``z(x)^T v`` is then a draw from the
+        DTC posterior (the part of the prior outside the embedding is untouched).
+
+        Args:
+            prior_weights: A ``sample_shape x m'`` tensor, the prior draw's
+                coordinates ``w_0``.
+            generator: The random generator of the noise draw.
+
+        Returns:
+            A ``sample_shape x m'`` tensor ``v``.
+        """
+        s = self.statistics
+        gram = s.gram.double()
+        evals, evecs = torch.linalg.eigh(0.5 * (gram + gram.mT))
+        sqrt_gram = evecs * evals.clamp_min(0).sqrt().unsqueeze(-2)
+        xi = torch.randn(prior_weights.shape, generator=generator, dtype=gram.dtype).to(
+            gram.device
+        )
+        w0 = prior_weights.double()
+        rhs = s.moment.double() - w0 @ gram - xi @ sqrt_gram.mT
+        v = torch.cholesky_solve(rhs.unsqueeze(-1), self._chol).squeeze(-1)
+        return v.to(prior_weights.dtype)
 
     def log_marginal_likelihood(self, titsias: bool = True) -> Tensor:
         r"""The DTC log marginal likelihood of the data, or Titsias' bound.

@@ -1,0 +1,66 @@
+import torch
+from botorch.acquisition.thompson_sampling import PathwiseThompsonSampling
+from botorch.models.transforms import Normalize, Standardize
+from botorch.optim import optimize_acqf
+from botorch.sampling.pathwise import draw_matheron_paths, get_matheron_path_model
+from botorch.test_functions import Branin
+
+from botorch_sketch import NystromGP, RidgeLeverageSampler
+
+
+def _model(n=300, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    f = Branin(negate=True)
+    X = f.bounds[0] + (f.bounds[1] - f.bounds[0]) * torch.rand(
+        n, 2, generator=g, dtype=torch.double
+    )
+    Y = (f(X) + 2.0 * torch.randn(n, generator=g, dtype=torch.double)).unsqueeze(-1)
+    model = NystromGP(
+        X,
+        Y,
+        inducing=RidgeLeverageSampler(generator=torch.Generator().manual_seed(1)),
+        input_transform=Normalize(2, bounds=f.bounds.double()),
+        outcome_transform=Standardize(1),
+    )
+    model.covar_module.lengthscale = 0.3
+    model.likelihood.noise = 0.05
+    model.select_inducing_points()
+    return model.eval(), f
+
+
+def test_matheron_paths_match_the_dtc_posterior():
+    torch.manual_seed(0)
+    model, f = _model()
+    assert model.inducing_points.shape[0] < 300  # a genuine sketch
+    g = torch.Generator().manual_seed(2)
+    Xt = f.bounds[0] + (f.bounds[1] - f.bounds[0]) * torch.rand(
+        25, 2, generator=g, dtype=torch.double
+    )
+    paths = draw_matheron_paths(model, sample_shape=torch.Size([4000]))
+    with torch.no_grad():
+        draws = paths(Xt)  # 4000 x 25, in the data's units
+        post = model.posterior(Xt)
+    mean, std = post.mean.squeeze(-1), post.variance.squeeze(-1).sqrt()
+    # Monte-Carlo error of the mean is std / sqrt(4000) ~ 0.016 std.
+    assert ((draws.mean(0) - mean).abs() / std).max() < 0.08
+    # The prior is a 1024-feature approximation: variances within 15%.
+    ratio = draws.var(0) / std.pow(2)
+    assert 0.85 < float(ratio.min()) and float(ratio.max()) < 1.15
+
+
+def test_thompson_sampling_over_many_candidates():
+    torch.manual_seed(1)
+    model, f = _model()
+    path_model = get_matheron_path_model(model)
+    cand = f.bounds[0] + (f.bounds[1] - f.bounds[0]) * torch.rand(
+        100_000, 2, dtype=torch.double
+    )
+    with torch.no_grad():
+        values = path_model(cand.unsqueeze(-2)).reshape(-1)
+    assert values.shape == (100_000,) and bool(torch.isfinite(values).all())
+    best = cand[values.argmax()]
+    # A draw's maximiser is where Branin is good, not anywhere.
+    assert float(f(best.unsqueeze(0), noise=False)) > -15.0
+    acqf = PathwiseThompsonSampling(model)
+    x, _ = optimize_acqf(acqf, f.bounds.double(), q=1, num_restarts=4, raw_samples=128)
+    assert x.shape == (1, 2)
