@@ -1,5 +1,9 @@
 #!/usr/bin/env python3
-r"""``python -m botorch_sketch.benchmarks NAME [--budget small|large]``."""
+r"""``python -m botorch_sketch.benchmarks [NAME] [--budget small|large] [--out DIR]``.
+
+Without ``NAME`` every benchmark runs and ``DIR/BENCHMARKS.md`` collects their
+tables (ratios first, then absolute figures with the machine they came from).
+"""
 
 from __future__ import annotations
 
@@ -7,6 +11,7 @@ import argparse
 import os
 import platform
 import sys
+from collections.abc import Callable
 
 import torch
 
@@ -21,33 +26,60 @@ def machine() -> str:
     )
 
 
+def _inference(budget: str, stem: str) -> tuple[str, list[str]]:
+    rows, d_eff = inference.run(budget)
+    inference.plot(rows, stem + ".png")
+    return inference.render(rows, d_eff, machine()), [stem + ".png"]
+
+
+def _bandits(budget: str, stem: str) -> tuple[str, list[str]]:
+    rows, traces = bandits.run(budget)
+    return bandits.render(rows, machine()), bandits.plot(traces, stem)
+
+
+def _linear(budget: str, stem: str) -> tuple[str, list[str]]:
+    rows = linear.run(budget)
+    linear.plot(rows, stem + ".png")
+    return linear.render(rows, machine()), [stem + ".png"]
+
+
+#: Each benchmark: (title, runner writing its figures and returning its tables).
+BENCHMARKS: dict[str, tuple[str, Callable[[str, str], tuple[str, list[str]]]]] = {
+    "inference": ("NystromGP against SingleTaskGP, SVGP and SGPR", _inference),
+    "bandits": ("BKB against exact GP-UCB", _bandits),
+    "linear": ("fLinUCB-GD against LinUCB", _linear),
+}
+
+
 def main(argv: list[str] | None = None) -> int:
-    r"""Run a benchmark, print its tables and write them with its plots."""
+    r"""Run one benchmark or all of them, print the tables and write them."""
     parser = argparse.ArgumentParser(prog="python -m botorch_sketch.benchmarks")
-    parser.add_argument("benchmark", choices=["inference", "bandits", "linear"])
+    parser.add_argument("benchmark", nargs="?", choices=[*BENCHMARKS, "all"])
     parser.add_argument("--budget", choices=["small", "large"], default="small")
     parser.add_argument("--out", default="benchmark-results")
     args = parser.parse_args(argv)
     os.makedirs(args.out, exist_ok=True)
-    stem = os.path.join(args.out, f"{args.benchmark}-{args.budget}")
-    if args.benchmark == "inference":
-        rows, d_eff = inference.run(args.budget)
-        text = inference.render(rows, d_eff, machine())
-        inference.plot(rows, stem + ".png")
-        figures = [stem + ".png"]
-    elif args.benchmark == "linear":
-        rows = linear.run(args.budget)
-        text = linear.render(rows, machine())
-        linear.plot(rows, stem + ".png")
-        figures = [stem + ".png"]
-    else:
-        rows, traces = bandits.run(args.budget)
-        text = bandits.render(rows, machine())
-        figures = bandits.plot(traces, stem)
-    print(text)
-    with open(stem + ".md", "w") as f:
-        f.write(f"# {args.benchmark} benchmark ({args.budget} budget)\n\n{text}\n")
-    print(f"\nwrote {stem}.md and " + ", ".join(figures))
+    names = list(BENCHMARKS) if args.benchmark in (None, "all") else [args.benchmark]
+    sections = []
+    for name in names:
+        title, runner = BENCHMARKS[name]
+        stem = os.path.join(args.out, f"{name}-{args.budget}")
+        text, figures = runner(args.budget, stem)
+        print(text)
+        with open(stem + ".md", "w") as f:
+            f.write(f"# {name} benchmark ({args.budget} budget)\n\n{text}\n")
+        print(f"\nwrote {stem}.md and " + ", ".join(figures))
+        images = "\n".join(f"![{name}]({os.path.basename(path)})" for path in figures)
+        sections.append(f"## {title} (`{name}`)\n\n{text}\n\n{images}\n")
+    if len(names) > 1:
+        path = os.path.join(args.out, "BENCHMARKS.md")
+        with open(path, "w") as f:
+            f.write(
+                f"# Benchmarks ({args.budget} budget)\n\n"
+                f"`python -m botorch_sketch.benchmarks --budget {args.budget}`\n\n"
+                + "\n".join(sections)
+            )
+        print(f"wrote {path}")
     return 0
 
 

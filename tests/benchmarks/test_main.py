@@ -1,0 +1,36 @@
+from botorch_sketch.benchmarks import __main__ as bench
+
+
+def test_all_benchmarks_write_one_report(monkeypatch, tmp_path):
+    calls = []
+
+    def fake(name):
+        def runner(budget, stem):
+            calls.append((name, budget))
+            path = stem + ".png"
+            open(path, "w").close()
+            return f"| table of {name} |", [path]
+
+        return runner
+
+    monkeypatch.setattr(
+        bench,
+        "BENCHMARKS",
+        {name: (title, fake(name)) for name, (title, _) in bench.BENCHMARKS.items()},
+    )
+    assert bench.main(["--out", str(tmp_path)]) == 0
+    assert [c[0] for c in calls] == list(bench.BENCHMARKS)
+    report = (tmp_path / "BENCHMARKS.md").read_text()
+    for name in bench.BENCHMARKS:
+        assert f"| table of {name} |" in report
+        assert f"![{name}]({name}-small.png)" in report
+        assert (tmp_path / f"{name}-small.md").exists()
+
+
+def test_one_benchmark_writes_no_combined_report(monkeypatch, tmp_path):
+    monkeypatch.setattr(
+        bench, "BENCHMARKS", {"x": ("X", lambda budget, stem: ("| t |", []))}
+    )
+    assert bench.main(["x", "--budget", "large", "--out", str(tmp_path)]) == 0
+    assert (tmp_path / "x-large.md").exists()
+    assert not (tmp_path / "BENCHMARKS.md").exists()
