@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 import torch
 
-from botorch_sketch.benchmarks import bandits, inference, linear
+from botorch_sketch.benchmarks import bandits, inference, linear, throughput
 
 
 def machine() -> str:
@@ -43,11 +43,16 @@ def _linear(budget: str, stem: str) -> tuple[str, list[str]]:
     return linear.render(rows, machine()), [stem + ".png"]
 
 
+def _throughput(budget: str, stem: str) -> tuple[str, list[str]]:
+    return throughput.render(throughput.run(budget), machine()), []
+
+
 #: Each benchmark: (title, runner writing its figures and returning its tables).
 BENCHMARKS: dict[str, tuple[str, Callable[[str, str], tuple[str, list[str]]]]] = {
     "inference": ("NystromGP against SingleTaskGP, SVGP and SGPR", _inference),
     "bandits": ("BKB against exact GP-UCB", _bandits),
     "linear": ("fLinUCB-GD against LinUCB", _linear),
+    "throughput": ("The posterior over many candidates against matmul", _throughput),
 }
 
 
@@ -68,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
         print(text)
         with open(stem + ".md", "w") as f:
             f.write(f"# {name} benchmark ({args.budget} budget)\n\n{text}\n")
-        print(f"\nwrote {stem}.md and " + ", ".join(figures))
+        print("\nwrote " + ", ".join([stem + ".md", *figures]))
         images = "\n".join(f"![{name}]({os.path.basename(path)})" for path in figures)
         sections.append(f"## {title} (`{name}`)\n\n{text}\n\n{images}\n")
     if len(names) > 1:

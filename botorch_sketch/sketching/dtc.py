@@ -235,14 +235,25 @@ class DTCPosterior:
 
     def _whiten(self, Z: Tensor) -> Tensor:
         # G = L^{-1} Z^T, so that Z B^{-1} Z^T = G^T G. Solved in float64 (see the
-        # class docstring); the result is cast back to the data type.
+        # class docstring); the result is cast back to the data type. The batch
+        # dimensions that Z has and L has not (b x q x m' test points against an
+        # unbatched posterior: every acquisition function's raw samples) are
+        # folded into the columns of one triangular solve: expanding L to them
+        # would copy an m' x m' matrix per test batch.
         chol = self._chol
-        batch = torch.broadcast_shapes(chol.shape[:-2], Z.shape[:-2])
+        lead = chol.shape[:-2]
+        q, m = Z.shape[-2:]
+        batch = torch.broadcast_shapes(lead, Z.shape[:-2])
+        k = len(batch) - len(lead)
+        Zd = Z.double().expand(batch + (q, m))
+        order = [*range(k, len(batch)), *range(k), len(batch), len(batch) + 1]
+        cols = Zd.permute(order).reshape(batch[k:] + (-1, m))  # inner x (E q) x m'
         G = torch.linalg.solve_triangular(
-            chol.expand(batch + chol.shape[-2:]),
-            Z.double().mT.expand(batch + Z.mT.shape[-2:]),
-            upper=False,
-        )
+            chol.expand(batch[k:] + chol.shape[-2:]), cols.mT, upper=False
+        )  # inner x m' x (E q)
+        G = G.reshape(batch[k:] + (m,) + batch[:k] + (q,))
+        back = [*range(len(batch) - k + 1, len(batch) + 1), *range(len(batch) - k)]
+        G = G.permute(back + [len(batch) - k, len(batch) + 1])
         return G.to(Z.dtype)
 
     def covariance(self, Z: Tensor, K: Tensor) -> Tensor:

@@ -137,8 +137,12 @@ class NystromEmbedding:
         """
         if self.dim == 0:
             return X.new_zeros(*X.shape[:-1], 0)
-        K_XS = kernel_matrix(self.kernel, X, self.inducing_points)
-        return K_XS @ self.root
+        # The kernel has no batch dimensions, so the rows of all batches are one
+        # block: gpytorch would otherwise broadcast the inducing points to every
+        # batch (a b x m x d copy, and more for its distance computation).
+        rows = X.reshape(-1, X.shape[-1])
+        K_XS = kernel_matrix(self.kernel, rows, self.inducing_points)
+        return (K_XS @ self.root).reshape(*X.shape[:-1], self.dim)
 
     def residual_variance(self, X: Tensor, Z: Tensor | None = None) -> Tensor:
         r"""The prior variance the embedding misses, ``k(x, x) - ||z(x)||^2 >= 0``.

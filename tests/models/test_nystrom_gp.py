@@ -392,3 +392,22 @@ def test_standardize_default_and_none(tkwargs):
     X, Y = _data(**tkwargs)
     assert isinstance(NystromGP(X, Y).outcome_transform, Standardize)
     assert not hasattr(NystromGP(X, Y, outcome_transform=None), "outcome_transform")
+
+
+def test_posterior_over_a_large_batch_of_single_points():
+    # Acquisition functions evaluate b x 1 x d raw samples. The batch must be
+    # folded into one block (expanding the m x m factor per point would need
+    # 50,000 x 256 x 256 doubles, 26 GB), and agree with the joint posterior.
+    g = torch.Generator().manual_seed(0)
+    X = torch.rand(400, 3, generator=g, dtype=torch.double)
+    Y = X.sum(-1, keepdim=True).sin()
+    model = NystromGP(X, Y, inducing=X[:256].clone()).eval()
+    cand = torch.rand(50_000, 3, generator=g, dtype=torch.double)
+    with torch.no_grad():
+        batched = model.posterior(cand.unsqueeze(-2))
+        joint = model.posterior(cand[:50])
+    assert batched.mean.shape == (50_000, 1, 1)
+    assert torch.allclose(batched.mean[:50].reshape(-1), joint.mean.reshape(-1))
+    assert torch.allclose(
+        batched.variance[:50].reshape(-1), joint.variance.reshape(-1), atol=1e-12
+    )
