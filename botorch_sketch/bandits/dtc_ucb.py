@@ -158,10 +158,18 @@ class DTCUCB(FiniteArmPolicy):
             form=self.beta,
         )
 
-    def scores(self, variance: Tensor | None = None) -> Tensor:
-        r"""UCB scores ``mu + beta_t sigma_tilde`` of all arms."""
+    def scores(
+        self, variance: Tensor | None = None, beta: float | None = None
+    ) -> Tensor:
+        r"""UCB scores ``mu + beta_t sigma_tilde`` of all arms.
+
+        Args:
+            variance: The ``A`` variances to use (GP units); the posterior's if None.
+            beta: The width; :meth:`width` if None.
+        """
         var = self.candidates.variance if variance is None else variance
-        return self.mean + self.width() * (var / self.noise_var).sqrt()
+        beta = self.width() if beta is None else beta
+        return self.mean + beta * (var / self.noise_var).sqrt()
 
     @torch.no_grad()
     def select(self, q: int = 1) -> Tensor:
@@ -177,9 +185,7 @@ class DTCUCB(FiniteArmPolicy):
                 idx = torch.randint(self.num_arms, (1,), generator=self.generator)[0]
                 idx = idx.to(self.arms.device)
             else:
-                idx = argmax_first(
-                    self.mean + beta * (variance / self.noise_var).sqrt()
-                )
+                idx = argmax_first(self.scores(variance, beta))
             chosen.append(idx)
             if j == q - 1:
                 break
