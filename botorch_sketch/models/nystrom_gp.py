@@ -50,7 +50,7 @@ from gpytorch.kernels import Kernel
 from gpytorch.likelihoods import FixedNoiseGaussianLikelihood, GaussianLikelihood
 from gpytorch.likelihoods.likelihood import Likelihood
 from gpytorch.means import ConstantMean, Mean
-from gpytorch.mlls import MarginalLogLikelihood
+from gpytorch.mlls import ExactMarginalLogLikelihood, MarginalLogLikelihood
 from gpytorch.models import GP
 from linear_operator import to_linear_operator
 from torch import Tensor
@@ -107,6 +107,11 @@ class NystromGP(GPyTorchModel, GP, FantasizeMixin):
     #: is small, so leverage scores are large); the set only has to carry the
     #: first fitting round, and is re-chosen after it.
     initial_max_inducing: int | None = 256
+    #: Fit the hyperparameters on a fixed random subset of this many training
+    #: points when there are more (None: on all of them). The posterior still
+    #: uses every point; at n = 10^6 this turns minutes of fitting into seconds,
+    #: as hyperparameters are well determined by a few thousand points.
+    fit_subset_size: int | None = None
 
     def __init__(
         self,
@@ -332,6 +337,35 @@ class NystromGP(GPyTorchModel, GP, FantasizeMixin):
                 self._cache = (embedding, DTCPosterior(stats))
         return self._cache
 
+    def _fitting_subset(self, size: int) -> NystromGP:
+        # A model on ``size`` random training points that shares this model's
+        # kernel, mean and likelihood (fitting it fits them), with inputs and
+        # targets already transformed by this model's transforms, which are
+        # neither refitted nor learned on the subset.
+        if self.train_Yvar is not None:
+            raise UnsupportedError(
+                "fit_subset_size needs an inferred noise level; with train_Yvar "
+                "set fit_subset_size = None."
+            )
+        g = torch.Generator().manual_seed(0)
+        n = self.train_X.shape[0]
+        rows = torch.randperm(n, generator=g)[:size].to(self.train_X.device)
+        inducing = self._rule
+        if self._fixed_inducing is not None:
+            inducing = self._transform_like_training(self._fixed_inducing)
+        subset = NystromGP(
+            self._transform_like_training(self.train_X[rows]),
+            self.train_targets[rows].unsqueeze(-1),
+            inducing=inducing,
+            covar_module=self.covar_module,
+            mean_module=self.mean_module,
+            likelihood=self.likelihood,
+            outcome_transform=None,
+        )
+        subset.fit_rounds = self.fit_rounds
+        subset.titsias = self.titsias
+        return subset
+
     def effective_dimension(self) -> Tensor:
         r"""BKB's estimate ``sum_i var(x_i) / lambda_i`` of the effective dimension.
 
@@ -397,6 +431,19 @@ class NystromGP(GPyTorchModel, GP, FantasizeMixin):
         """
         if self._extra_statistics is not None:
             raise UnsupportedError("A fantasy model cannot be refitted.")
+        size = self.fit_subset_size
+        if size is not None and self.train_X.shape[0] > size:
+            subset = self._fitting_subset(size)
+            _ = subset.custom_fit(
+                ExactMarginalLogLikelihood(subset.likelihood, subset),
+                optimizer_kwargs=optimizer_kwargs,
+                **kwargs,
+            )
+            # The hyperparameters are shared modules: re-choose the inducing set on
+            # all the data at the fitted values.
+            self.select_inducing_points()
+            self._cache = None
+            return mll.eval()
         adaptive = self._rule is not None and self._rule.depends_on_hyperparameters
         rounds = max(1, self.fit_rounds) if adaptive else 1
         for i in range(rounds):

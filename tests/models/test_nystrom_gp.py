@@ -411,3 +411,43 @@ def test_posterior_over_a_large_batch_of_single_points():
     assert torch.allclose(
         batched.variance[:50].reshape(-1), joint.variance.reshape(-1), atol=1e-12
     )
+
+
+def test_fitting_on_a_subset_shares_the_hyperparameters_and_keeps_all_data():
+    g = torch.Generator().manual_seed(3)
+    X = torch.rand(1000, 2, generator=g, dtype=torch.double)
+    Y = (6 * X).sin().sum(-1, keepdim=True) + 0.1 * torch.randn(
+        1000, 1, generator=g, dtype=torch.double
+    )
+
+    def fitted(subset):
+        model = NystromGP(X, Y, input_transform=Normalize(2))
+        model.fit_subset_size = subset
+        fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))
+        return model
+
+    full, sub = fitted(None), fitted(300)
+    ls_full = full.covar_module.lengthscale.detach()
+    ls_sub = sub.covar_module.lengthscale.detach()
+    assert torch.allclose(ls_sub, ls_full, rtol=0.3)
+    noise_ratio = float(sub.likelihood.noise / full.likelihood.noise)
+    assert 0.7 < noise_ratio < 1.4
+    # The transforms were fitted on all the data and left alone.
+    assert torch.allclose(sub.outcome_transform.means, full.outcome_transform.means)
+    # The posterior conditions on every point, not on the subset.
+    _, stats = sub._embedding_and_statistics()
+    assert float(stats.num_data) == 1000
+    Xt = torch.rand(200, 2, generator=g, dtype=torch.double)
+    with torch.no_grad():
+        diff = sub.posterior(Xt).mean - full.posterior(Xt).mean
+    assert float(diff.abs().max()) < 0.1
+
+
+def test_fitting_on_a_subset_with_known_noise_is_refused():
+    X = torch.rand(50, 2, dtype=torch.double)
+    model = NystromGP(
+        X, X.sum(-1, keepdim=True), torch.full((50, 1), 0.01, dtype=torch.double)
+    )
+    model.fit_subset_size = 20
+    with pytest.raises(UnsupportedError, match="fit_subset_size"):
+        fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))
