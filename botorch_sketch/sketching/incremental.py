@@ -188,7 +188,6 @@ class IncrementalNystrom:
         if not bool(torch.isfinite(y).all()):
             raise InputDataError("The reward is NaN or infinite.")
         emb = self.embedding
-        m = emb.dim
         if emb.num_inducing:
             k_xS = kernel_matrix(self.kernel, x, emb.inducing_points)  # 1 x m
         else:
@@ -245,9 +244,10 @@ class IncrementalNystrom:
         # New coordinate of every observation: its residual against the old span,
         # normalised, from its old coordinates and one kernel column.
         k_new = kernel_matrix(self.kernel, self.X, grown.inducing_points[-1:])
-        c = self._Z[:t, :m] @ grown.border_coefficients + grown.root[-1, m] * k_new[
-            :, 0
-        ]
+        c = (
+            self._Z[:t, :m] @ grown.border_coefficients
+            + grown.root[-1, m] * k_new[:, 0]
+        )
         self._Z[:t, m] = c
         c_lam = c / self.noise_var
         self.posterior.extend(

@@ -83,4 +83,6 @@ def test_draws_are_reproducible_and_validated(tkwargs):
         KORS(mu=0.0)
     with pytest.raises(InputDataError):
         theoretical_gamma(0)
-    assert theoretical_gamma(1000, 0.1) == pytest.approx(12 * torch.log(torch.tensor(1e4)).item())
+    assert theoretical_gamma(1000, 0.1) == pytest.approx(
+        12 * torch.log(torch.tensor(1e4)).item()
+    )
