@@ -10,7 +10,7 @@ import sys
 
 import torch
 
-from botorch_sketch.benchmarks import bandits, inference, linear
+from botorch_sketch.benchmarks import bandits, contextual, inference, linear
 
 
 def machine() -> str:
@@ -24,7 +24,9 @@ def machine() -> str:
 def main(argv: list[str] | None = None) -> int:
     r"""Run a benchmark, print its tables and write them with its plots."""
     parser = argparse.ArgumentParser(prog="python -m botorch_sketch.benchmarks")
-    parser.add_argument("benchmark", choices=["inference", "bandits", "linear"])
+    parser.add_argument(
+        "benchmark", choices=["inference", "bandits", "linear", "contextual"]
+    )
     parser.add_argument("--budget", choices=["small", "large"], default="small")
     parser.add_argument("--out", default="benchmark-results")
     args = parser.parse_args(argv)
@@ -40,6 +42,10 @@ def main(argv: list[str] | None = None) -> int:
         text = linear.render(rows, machine())
         linear.plot(rows, stem + ".png")
         figures = [stem + ".png"]
+    elif args.benchmark == "contextual":
+        rows, traces = contextual.run(args.budget)
+        text = contextual.render(rows, machine())
+        figures = contextual.plot(traces, stem)
     else:
         rows, traces = bandits.run(args.budget)
         text = bandits.render(rows, machine())
