@@ -158,6 +158,26 @@ class IncrementalNystrom:
         var = residual + ((Z @ self.posterior.covariance) * Z).sum(-1)
         return mean, var.clamp_min(0)
 
+    def mean_and_covariance(self, X: Tensor) -> tuple[Tensor, Tensor]:
+        r"""Joint posterior of batches of points (``O(q m^2 + q^2 m)`` per batch).
+
+        Args:
+            X: A ``batch_shape x q x d`` tensor of inputs.
+
+        Returns:
+            The ``batch_shape x q`` means and ``batch_shape x q x q`` covariances
+            ``K(X, X) - Z Z^T + Z C Z^T`` (the DTC process, exact prior term).
+        """
+        if X.ndim < 2 or X.shape[-1] != self._X.shape[-1]:
+            raise BotorchTensorDimensionError(
+                f"Inputs must be batch_shape x q x {self._X.shape[-1]}, got shape "
+                f"{tuple(X.shape)}."
+            )
+        Z = self.embedding(X)
+        K = kernel_matrix(self.kernel, X)
+        covar = K + (Z @ self.posterior.covariance - Z) @ Z.mT
+        return Z @ self.posterior.weights, 0.5 * (covar + covar.mT)
+
     def observed_variance(self) -> Tensor:
         r"""Posterior variances of the observed inputs (``O(t m^2)``)."""
         t = self.num_observations
