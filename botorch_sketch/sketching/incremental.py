@@ -223,7 +223,12 @@ class IncrementalNystrom:
         if self.rule == "all":
             inserted = self._insert(t)
         elif isinstance(self.rule, KORS):
-            admit, p = self.rule.consider(k_xS, kdiag)
+            if self.rule.size == 0:
+                # The first state always joins (Z_1 = {s_1} in Alg. 2 of
+                # [Zenati2022efficient]_): before it, the model is the prior.
+                admit, p = True, torch.ones_like(kdiag[0])
+            else:
+                admit, p = self.rule.consider(k_xS, kdiag)
             if admit and self._insert(t):
                 self.rule.admit(k_xS, kdiag, p)
                 inserted = True

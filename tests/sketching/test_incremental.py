@@ -41,9 +41,11 @@ def test_every_point_in_dictionary_is_the_exact_posterior(tkwargs):
 
 
 def test_thousand_updates_with_insertions_match_from_scratch(tkwargs):
-    k, lam = _kernel(0.15), 0.5
+    # A dictionary with cond(K_ZZ) ~ 5e10: the drift of the updates is then
+    # ~1e-13 (with cond ~ 1e17, from near-duplicate admissions, it is ~1e-8).
+    k, lam = _kernel(0.1), 0.5
     X, y, Xt = _data(1000, 2, 1, **tkwargs)
-    rule = KORS(mu=lam, gamma=2.0, generator=torch.Generator().manual_seed(0))
+    rule = KORS(mu=lam, gamma=1.0, generator=torch.Generator().manual_seed(0))
     # No refactorisation: the recursive updates alone must stay accurate.
     model = IncrementalNystrom(k, lam, 2, rule=rule, refactorise_every=10**6)
     inserted = [model.observe(X[i], y[i]) for i in range(1000)]
