@@ -74,7 +74,7 @@ BUDGETS: dict[str, list[Case]] = {
     "large": [
         *(Case("bump", "bump", 2000, s, ALL) for s in range(3)),
         Case("long", "chessboard", 20_000, 0, ("ek-ucb",), noise_var=1.0),
-        Case("digits", "digits", 3000, 0, ("ek-ucb", EXACT), 1.0, gamma=1.0),
+        Case("digits", "digits", 2000, 0, ("ek-ucb", EXACT), 1.0, gamma=1.0),
     ],
 }
 
