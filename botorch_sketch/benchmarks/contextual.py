@@ -230,6 +230,21 @@ def render(rows: list[Row], machine: str) -> str:
         )
     lines += [
         "",
+        "Time per round of EK-UCB (flat in t where the dictionary saturates):",
+        "",
+        "| experiment | env | T | seed | dictionary | ms/round early, mid, late | "
+        "late / early |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        if r.method == "ek-ucb":
+            lines.append(
+                f"| {r.case.experiment} | {r.case.env} | {r.case.num_rounds} | "
+                f"{r.case.seed} | {r.dictionary} | {r.ms_early:.2f}, {r.ms_mid:.2f}, "
+                f"{r.ms_late:.2f} | {r.ms_late / r.ms_early:.2f} |"
+            )
+    lines += [
+        "",
         f"Absolute figures ({machine}):",
         "",
         "| experiment | env | T | seed | method | seconds | regret | reward | "
