@@ -143,7 +143,7 @@ class OnlineKernelUCB(ContextualPolicy):
         self.model.observe(x, r)
 
     def _check(self, X: Tensor) -> None:
-        d = self.model._X.shape[-1]
+        d = self.model.input_dim
         if X.ndim != 2 or X.shape[-1] != d or X.shape[0] == 0:
             raise BotorchTensorDimensionError(
                 f"Expected a non-empty C x {d} tensor of states, got shape "

@@ -118,10 +118,10 @@ def ucb_action(
     """
     c = context.shape[-1]
     a = action_bounds.shape[-1]
-    if c + a != model.X.shape[-1] or action_bounds.shape[0] != 2:
+    if c + a != model.input_dim or action_bounds.shape[0] != 2:
         raise InputDataError(
             f"context ({c}) and action_bounds (2 x {a}) do not match the model's "
-            f"{model.X.shape[-1]}-dimensional states."
+            f"{model.input_dim}-dimensional states."
         )
     acqf = UpperConfidenceBound(
         IncrementalNystromModel(model), beta=beta**2 / model.noise_var

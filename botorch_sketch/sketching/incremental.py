@@ -116,6 +116,11 @@ class IncrementalNystrom:
         return int(self.dictionary.numel())
 
     @property
+    def input_dim(self) -> int:
+        r"""The input dimension ``d``."""
+        return self._X.shape[-1]
+
+    @property
     def X(self) -> Tensor:
         r"""The ``t x d`` observed inputs."""
         return self._X[: self.num_observations]
@@ -168,9 +173,9 @@ class IncrementalNystrom:
             The ``batch_shape x q`` means and ``batch_shape x q x q`` covariances
             ``K(X, X) - Z Z^T + Z C Z^T`` (the DTC process, exact prior term).
         """
-        if X.ndim < 2 or X.shape[-1] != self._X.shape[-1]:
+        if X.ndim < 2 or X.shape[-1] != self.input_dim:
             raise BotorchTensorDimensionError(
-                f"Inputs must be batch_shape x q x {self._X.shape[-1]}, got shape "
+                f"Inputs must be batch_shape x q x {self.input_dim}, got shape "
                 f"{tuple(X.shape)}."
             )
         Z = self.embedding(X)
@@ -335,7 +340,7 @@ class IncrementalNystrom:
         self.refactorise()
 
     def _check_inputs(self, X: Tensor) -> None:
-        d = self._X.shape[-1]
+        d = self.input_dim
         if X.ndim != 2 or X.shape[-1] != d:
             raise BotorchTensorDimensionError(
                 f"Inputs must be n x {d}, got shape {tuple(X.shape)}."
