@@ -95,6 +95,7 @@ def ucb_action(
     context: Tensor,
     action_bounds: Tensor,
     beta: float,
+    grid: Tensor | None = None,
     num_restarts: int = 4,
     raw_samples: int = 64,
 ) -> tuple[Tensor, Tensor]:
@@ -110,8 +111,12 @@ def ucb_action(
         context: A ``context_dim`` tensor.
         action_bounds: A ``2 x action_dim`` tensor of lower and upper bounds.
         beta: The UCB width on the ``sqrt(var / lambda)`` scale.
-        num_restarts: Restarts of the gradient optimiser.
-        raw_samples: Raw samples for its initial points.
+        grid: An optional ``n x action_dim`` candidate grid: its best action
+            starts the gradient optimiser (one restart), and is returned if the
+            optimiser does not improve on it. Without it, ``optimize_acqf``
+            draws ``raw_samples`` initial points for ``num_restarts`` restarts.
+        num_restarts: Restarts of the gradient optimiser (without a grid).
+        raw_samples: Raw samples for its initial points (without a grid).
 
     Returns:
         The ``action_dim`` best action and its score.
@@ -129,11 +134,27 @@ def ucb_action(
     fixed = FixedFeatureAcquisitionFunction(
         acqf, d=c + a, columns=list(range(c)), values=context.tolist()
     )
+    if grid is None:
+        action, value = optimize_acqf(
+            fixed,
+            bounds=action_bounds,
+            q=1,
+            num_restarts=num_restarts,
+            raw_samples=raw_samples,
+        )
+        return action.reshape(-1), value.reshape(())
+    if grid.ndim != 2 or grid.shape[-1] != a:
+        raise InputDataError(f"grid must be n x {a}, got shape {tuple(grid.shape)}.")
+    with torch.no_grad():
+        grid_scores = fixed(grid.unsqueeze(-2))
+    best = int(grid_scores.argmax())
     action, value = optimize_acqf(
         fixed,
         bounds=action_bounds,
         q=1,
-        num_restarts=num_restarts,
-        raw_samples=raw_samples,
+        num_restarts=1,
+        batch_initial_conditions=grid[best].reshape(1, 1, a),
     )
+    if float(value) < float(grid_scores[best]):
+        return grid[best], grid_scores[best]
     return action.reshape(-1), value.reshape(())

@@ -57,5 +57,13 @@ def test_ucb_action_refines_a_grid_with_the_context_fixed():
     assert float(value) >= float(grid_scores.max()) - 1e-9
     # The learned ridge a = 0.3 + 0.4 x puts the best action near 0.5.
     assert abs(float(action) - 0.5) < 0.15
+    # Refining the grid's best action: never worse than the grid, near the ridge.
+    refined, refined_value = ucb_action(
+        model, context, bounds, beta, grid=grid.unsqueeze(-1)
+    )
+    assert float(refined_value) >= float(grid_scores.max()) - 1e-12
+    assert abs(float(refined) - 0.5) < 0.15
     with pytest.raises(InputDataError):
         ucb_action(model, torch.zeros(2, dtype=torch.double), bounds, beta)
+    with pytest.raises(InputDataError):
+        ucb_action(model, context, bounds, beta, grid=torch.zeros(3, 2))
