@@ -44,15 +44,18 @@ def test_kernel_ucb_scores_are_the_dense_k_ucb_scores():
 
 def test_ek_ucb_with_huge_gamma_plays_as_kernel_ucb():
     traces = []
-    for policy in (
+    policies = (
         EKUCB(_kernel(), 10.0, 6, gamma=1e12, generator=_gen()),
         KernelUCB(_kernel(), 10.0, 6, generator=_gen()),
-    ):
+    )
+    for policy in policies:
         env = Bump(generator=_gen(2))
         traces.append(run_contextual(policy, env, 100, progress=False))
         assert policy.dictionary_size == 100
     assert torch.equal(traces[0].chosen, traces[1].chosen)
     assert traces[0].regret == traces[1].regret
+    cands, _ = Bump(generator=_gen(9)).candidates()
+    assert torch.equal(policies[0].scores(cands), policies[1].scores(cands))
 
 
 def test_ek_ucb_is_reproducible_and_sketches():
