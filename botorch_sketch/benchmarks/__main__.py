@@ -15,7 +15,14 @@ from collections.abc import Callable
 
 import torch
 
-from botorch_sketch.benchmarks import bandits, inference, linear, throughput
+from botorch_sketch.benchmarks import (
+    bandits,
+    contextual,
+    inference,
+    linear,
+    scale,
+    throughput,
+)
 
 
 def machine() -> str:
@@ -43,6 +50,15 @@ def _linear(budget: str, stem: str) -> tuple[str, list[str]]:
     return linear.render(rows, machine()), [stem + ".png"]
 
 
+def _contextual(budget: str, stem: str) -> tuple[str, list[str]]:
+    rows, traces = contextual.run(budget)
+    return contextual.render(rows, machine()), contextual.plot(traces, stem)
+
+
+def _scale(budget: str, stem: str) -> tuple[str, list[str]]:
+    return scale.render(scale.run(budget), machine()), []
+
+
 def _throughput(budget: str, stem: str) -> tuple[str, list[str]]:
     return throughput.render(throughput.run(budget), machine()), []
 
@@ -52,6 +68,8 @@ BENCHMARKS: dict[str, tuple[str, Callable[[str, str], tuple[str, list[str]]]]] =
     "inference": ("NystromGP against SingleTaskGP, SVGP and SGPR", _inference),
     "bandits": ("BKB against exact GP-UCB", _bandits),
     "linear": ("fLinUCB-GD against LinUCB", _linear),
+    "contextual": ("EK-UCB against KernelUCB, CBKB and CBBKB", _contextual),
+    "scale": ("NystromGP up to a million observations", _scale),
     "throughput": ("The posterior over many candidates against matmul", _throughput),
 }
 

@@ -1,0 +1,355 @@
+#!/usr/bin/env python3
+r"""An online Nystrom/DTC regression model whose dictionary grows with the data.
+
+:class:`IncrementalNystrom` is the model of EK-UCB [Zenati2022efficient]_ in this
+package's coordinates. It keeps
+
+- a :class:`~botorch_sketch.sketching.nystrom.NystromEmbedding` of the
+  dictionary (a subset of the observed inputs),
+- an :class:`~botorch_sketch.sketching.online.OnlineDTC` weight posterior
+  ``N(w, C)`` (noise variance ``lambda``), and
+- every observation: its input, its embedding (one column per dictionary
+  point, in a buffer with spare rows and columns) and its reward.
+
+One observation is absorbed by a rank-one Woodbury update in ``O(m^2)`` (the
+paper's Sherman-Morrison step on ``Lambda``). A dictionary rule then decides
+whether the observed input joins the dictionary: :class:`~botorch_sketch.
+sketching.kors.KORS` (EK-UCB), ``"all"`` (every input: the exact kernel ridge /
+GP posterior, i.e. KernelUCB) or ``"none"`` (a fixed dictionary, changed only
+by :meth:`IncrementalNystrom.rebuild`, as CBKB and CBBKB do). On admission the
+embedding is bordered (``NystromEmbedding.extended``), every stored
+observation gets its new coordinate from its old one in ``O(t m)`` and the
+posterior is bordered with the data along it (``OnlineDTC.extend``): the
+paper's Schur updates of ``Lambda`` and ``K_ZZ^{-1}``, in ``O(t m + m^2)``.
+
+In the paper's notation, ``mean(x) = K_Z(x)^T Lambda Gamma`` and
+``var(x) = lambda sigma_tilde^2(x) = k(x, x) - Q(x, x) + lambda K_Z(x)^T Lambda
+K_Z(x)``, the DTC mean and latent variance with noise ``lambda``; with every
+observed input in the dictionary both are the exact GP posterior.
+
+The statistics are sums over the data, so :meth:`IncrementalNystrom.refactorise`
+(every ``refactorise_every`` observations) recomputes the posterior from them
+and clears the drift of the recursive updates.
+
+References:
+
+.. [Zenati2022efficient]
+    H. Zenati, A. Bietti, E. Diemert, J. Mairal, M. Martin, P. Gaillard.
+    Efficient kernel UCB for contextual bandits. AISTATS 2022.
+.. [Calandriello2017efficient]
+    D. Calandriello, A. Lazaric, M. Valko. Efficient second-order online kernel
+    learning with adaptive embedding. NeurIPS 2017.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import torch
+from botorch.exceptions.errors import BotorchTensorDimensionError, InputDataError
+from gpytorch.kernels import Kernel
+from torch import Tensor
+
+from botorch_sketch.sketching.chunks import chunk_size_for, row_chunks
+from botorch_sketch.sketching.dtc import DTCStatistics
+from botorch_sketch.sketching.kernels import kernel_diagonal, kernel_matrix
+from botorch_sketch.sketching.kors import KORS
+from botorch_sketch.sketching.nystrom import NystromEmbedding
+from botorch_sketch.sketching.online import OnlineDTC
+
+DictionaryRule = KORS | Literal["all", "none"]
+
+
+class IncrementalNystrom:
+    r"""DTC regression with online updates and an online-grown dictionary."""
+
+    def __init__(
+        self,
+        kernel: Kernel,
+        noise_var: float,
+        dim: int,
+        rule: DictionaryRule = "all",
+        refactorise_every: int = 1000,
+        dtype: torch.dtype = torch.double,
+        device: torch.device | None = None,
+    ) -> None:
+        r"""An empty model (the prior; empty dictionary).
+
+        Args:
+            kernel: A gpytorch kernel on ``d``-dimensional inputs (no batch shape).
+            noise_var: ``lambda``, the regulariser (GP noise variance).
+            dim: The input dimension ``d``.
+            rule: The dictionary rule: a :class:`KORS`, ``"all"`` or ``"none"``.
+            refactorise_every: Observations between refactorisations.
+            dtype: The floating point type.
+            device: The device.
+        """
+        if noise_var <= 0:
+            raise InputDataError(f"noise_var must be positive, got {noise_var}.")
+        if not (isinstance(rule, KORS) or rule in ("all", "none")):
+            raise InputDataError(f"rule must be a KORS, 'all' or 'none'; got {rule!r}.")
+        if refactorise_every < 1:
+            raise InputDataError(
+                f"refactorise_every must be at least 1, got {refactorise_every}."
+            )
+        self.kernel = kernel
+        self.noise_var = float(noise_var)
+        self.rule = rule
+        self.refactorise_every = refactorise_every
+        like = torch.empty(0, dtype=dtype, device=device)
+        self.embedding = NystromEmbedding(kernel, like.new_empty(0, dim))
+        self.posterior = OnlineDTC.prior(0, like=like)
+        self.dictionary = torch.zeros(0, dtype=torch.long, device=like.device)
+        # Buffers with spare room, doubled when full: appends are amortised O(1)
+        # copies instead of O(t m) each.
+        self._X = like.new_empty(16, dim)
+        self._Z = like.new_empty(16, 8)
+        self._y = like.new_empty(16)
+        self._kdiag = like.new_empty(16)
+        self.num_observations = 0
+        self._since_refactor = 0
+
+    # ------------------------------------------------------------------ state
+    @property
+    def dictionary_size(self) -> int:
+        r"""The number ``m`` of dictionary points."""
+        return int(self.dictionary.numel())
+
+    @property
+    def input_dim(self) -> int:
+        r"""The input dimension ``d``."""
+        return self._X.shape[-1]
+
+    @property
+    def X(self) -> Tensor:
+        r"""The ``t x d`` observed inputs."""
+        return self._X[: self.num_observations]
+
+    @property
+    def y(self) -> Tensor:
+        r"""The ``t`` observed rewards."""
+        return self._y[: self.num_observations]
+
+    @property
+    def Z(self) -> Tensor:
+        r"""The ``t x m'`` embedding of the observed inputs."""
+        return self._Z[: self.num_observations, : self.embedding.dim]
+
+    # ------------------------------------------------------------ prediction
+    def embed(self, X: Tensor) -> tuple[Tensor, Tensor]:
+        r"""Embedding and residual prior variance of inputs.
+
+        Args:
+            X: A ``n x d`` tensor.
+
+        Returns:
+            The ``n x m'`` embedding and the ``n`` variances ``k(x, x) - ||z||^2``.
+        """
+        Z = self.embedding(X)
+        return Z, self.embedding.residual_variance(X, Z)
+
+    def mean_and_variance(self, X: Tensor) -> tuple[Tensor, Tensor]:
+        r"""Posterior mean and latent variance (``O(n m^2)``).
+
+        Args:
+            X: A ``n x d`` tensor of inputs.
+
+        Returns:
+            The ``n`` means ``z^T w`` and ``n`` variances ``k - ||z||^2 + z^T C z``.
+        """
+        self._check_inputs(X)
+        Z, residual = self.embed(X)
+        mean = Z @ self.posterior.weights
+        var = residual + ((Z @ self.posterior.covariance) * Z).sum(-1)
+        return mean, var.clamp_min(0)
+
+    def mean_and_covariance(self, X: Tensor) -> tuple[Tensor, Tensor]:
+        r"""Joint posterior of batches of points (``O(q m^2 + q^2 m)`` per batch).
+
+        Args:
+            X: A ``batch_shape x q x d`` tensor of inputs.
+
+        Returns:
+            The ``batch_shape x q`` means and ``batch_shape x q x q`` covariances
+            ``K(X, X) - Z Z^T + Z C Z^T`` (the DTC process, exact prior term).
+        """
+        if X.ndim < 2 or X.shape[-1] != self.input_dim:
+            raise BotorchTensorDimensionError(
+                f"Inputs must be batch_shape x q x {self.input_dim}, got shape "
+                f"{tuple(X.shape)}."
+            )
+        Z = self.embedding(X)
+        K = kernel_matrix(self.kernel, X)
+        covar = K + (Z @ self.posterior.covariance - Z) @ Z.mT
+        return Z @ self.posterior.weights, 0.5 * (covar + covar.mT)
+
+    def observed_variance(self) -> Tensor:
+        r"""Posterior variances of the observed inputs (``O(t m^2)``)."""
+        t = self.num_observations
+        Z, C = self.Z, self.posterior.covariance
+        var = torch.empty_like(self._kdiag[:t])
+        for rows in row_chunks(t, chunk_size_for(max(Z.shape[-1], 1))):
+            Zc = Z[rows]
+            resid = (self._kdiag[rows] - Zc.pow(2).sum(-1)).clamp_min(0)
+            var[rows] = resid + ((Zc @ C) * Zc).sum(-1)
+        return var.clamp_min(0)
+
+    # --------------------------------------------------------------- updates
+    def observe(self, x: Tensor, y: Tensor) -> bool:
+        r"""Absorb one observation and apply the dictionary rule.
+
+        ``O(m^2)`` if the dictionary does not grow, ``O(t m + m^2)`` if it does.
+
+        Args:
+            x: A ``d`` (or ``1 x d``) input.
+            y: Its reward (0-dim or ``1``).
+
+        Returns:
+            Whether ``x`` joined the dictionary.
+        """
+        x = x.reshape(1, -1)
+        self._check_inputs(x)
+        y = torch.as_tensor(y, dtype=x.dtype, device=x.device).reshape(1)
+        if not bool(torch.isfinite(y).all()):
+            raise InputDataError("The reward is NaN or infinite.")
+        emb = self.embedding
+        if emb.num_inducing:
+            k_xS = kernel_matrix(self.kernel, x, emb.inducing_points)  # 1 x m
+        else:
+            k_xS = x.new_zeros(1, 0)
+        kdiag = kernel_diagonal(self.kernel, x)  # 1
+        z = k_xS @ emb.root
+        residual = (kdiag - z.pow(2).sum(-1)).clamp_min(0)
+        t = self._append(x, z, y, kdiag)
+        self.posterior.update(
+            z, residual, y, torch.full_like(y, self.noise_var)
+        )  # Sherman-Morrison on the current dictionary
+        inserted = False
+        if self.rule == "all":
+            inserted = self._insert(t)
+        elif isinstance(self.rule, KORS):
+            if self.rule.size == 0:
+                # The first state always joins (Z_1 = {s_1} in Alg. 2 of
+                # [Zenati2022efficient]_): before it, the model is the prior.
+                admit, p = True, torch.ones_like(kdiag[0])
+            else:
+                admit, p = self.rule.consider(k_xS, kdiag)
+            if admit and self._insert(t):
+                self.rule.admit(k_xS, kdiag, p)
+                inserted = True
+        self._since_refactor += 1
+        if self._since_refactor >= self.refactorise_every:
+            self.refactorise()
+        return inserted
+
+    def _append(self, x: Tensor, z: Tensor, y: Tensor, kdiag: Tensor) -> int:
+        t = self.num_observations
+        if t == self._X.shape[0]:
+            self._X = _grow_rows(self._X)
+            self._Z = _grow_rows(self._Z)
+            self._y = _grow_rows(self._y)
+            self._kdiag = _grow_rows(self._kdiag)
+        self._X[t] = x.squeeze(0)
+        self._Z[t, : z.shape[-1]] = z.squeeze(0)
+        self._y[t] = y.squeeze(0)
+        self._kdiag[t] = kdiag.squeeze(0)
+        self.num_observations = t + 1
+        return t
+
+    def _insert(self, index: int) -> bool:
+        r"""Add observation ``index``'s input to the dictionary (``O(t m)``).
+
+        Returns:
+            False if it lies in the numerical span of the dictionary already.
+        """
+        grown = self.embedding.extended(self._X[index])
+        if grown is None:
+            return False
+        m = self.embedding.dim
+        if m + 1 > self._Z.shape[1]:
+            Z = self._Z.new_empty(self._Z.shape[0], 2 * self._Z.shape[1])
+            Z[:, :m] = self._Z[:, :m]
+            self._Z = Z
+        t = self.num_observations
+        # New coordinate of every observation: its residual against the old span,
+        # normalised, from its old coordinates and one kernel column.
+        k_new = kernel_matrix(self.kernel, self.X, grown.inducing_points[-1:])
+        c = (
+            self._Z[:t, :m] @ grown.border_coefficients
+            + grown.root[-1, m] * k_new[:, 0]
+        )
+        self._Z[:t, m] = c
+        c_lam = c / self.noise_var
+        self.posterior.extend(
+            gram_column=self._Z[:t, :m].mT @ c_lam,
+            gram_corner=c_lam @ c,
+            moment_entry=c_lam @ self._y[:t],
+        )
+        self.embedding = grown
+        self.dictionary = torch.cat(
+            [self.dictionary, self.dictionary.new_tensor([index])]
+        )
+        return True
+
+    def refactorise(self) -> None:
+        r"""Recompute the posterior (and the KORS inverse) from sums (``O(t m^2)``).
+
+        The statistics are recomputed from the stored embeddings too, so that
+        the drift of the running sums is cleared along with that of ``C``.
+        """
+        t = self.num_observations
+        Z = self.Z
+        residual = (self._kdiag[:t] - Z.pow(2).sum(-1)).clamp_min(0)
+        noise = torch.full_like(self._y[:t], self.noise_var)
+        if t:
+            stats = DTCStatistics.from_embedded(Z, residual, self._y[:t], noise)
+        else:
+            stats = DTCStatistics.empty(Z.shape[-1], like=self._y)
+        self.posterior = OnlineDTC(stats)
+        if isinstance(self.rule, KORS) and self.rule.size:
+            S = self.embedding.inducing_points
+            self.rule.refactorise(kernel_matrix(self.kernel, S))
+        self._since_refactor = 0
+
+    def rebuild(self, dictionary: Tensor) -> None:
+        r"""Replace the dictionary by observed inputs and refit (``O(t m^2 + m^3)``).
+
+        Args:
+            dictionary: A ``m`` tensor of indices into the observations.
+        """
+        dictionary = torch.as_tensor(dictionary, device=self._X.device).long()
+        dictionary = dictionary.reshape(-1)
+        t = self.num_observations
+        if dictionary.numel() and (
+            int(dictionary.min()) < 0 or int(dictionary.max()) >= t
+        ):
+            raise InputDataError(
+                f"Dictionary indices must lie in [0, {t}), got "
+                f"[{int(dictionary.min())}, {int(dictionary.max())}]."
+            )
+        K_XS = kernel_matrix(self.kernel, self.X, self._X[dictionary])
+        self.embedding = NystromEmbedding(
+            self.kernel, self._X[dictionary], gram=K_XS[dictionary]
+        )
+        Z = K_XS @ self.embedding.root
+        m = Z.shape[-1]
+        if m > self._Z.shape[1]:
+            self._Z = self._Z.new_empty(self._Z.shape[0], 2 * m)
+        self._Z[:t, :m] = Z
+        self.dictionary = dictionary
+        self.refactorise()
+
+    def _check_inputs(self, X: Tensor) -> None:
+        d = self.input_dim
+        if X.ndim != 2 or X.shape[-1] != d:
+            raise BotorchTensorDimensionError(
+                f"Inputs must be n x {d}, got shape {tuple(X.shape)}."
+            )
+        if not bool(torch.isfinite(X).all()):
+            raise InputDataError("Inputs contain NaN or infinite values.")
+
+
+def _grow_rows(buffer: Tensor) -> Tensor:
+    grown = buffer.new_empty(2 * buffer.shape[0], *buffer.shape[1:])
+    grown[: buffer.shape[0]] = buffer
+    return grown

@@ -1,0 +1,69 @@
+import pytest
+import torch
+from botorch.exceptions.errors import InputDataError, UnsupportedError
+from gpytorch.kernels import RBFKernel
+
+from botorch_sketch.models.incremental import IncrementalNystromModel, ucb_action
+from botorch_sketch.sketching.incremental import IncrementalNystrom
+from botorch_sketch.sketching.kors import KORS
+
+
+def _model(n=80):
+    k = RBFKernel().double()
+    k.lengthscale = 0.2
+    k.requires_grad_(False)
+    g = torch.Generator().manual_seed(0)
+    rule = KORS(mu=0.5, gamma=3.0, generator=g)
+    model = IncrementalNystrom(k, 0.5, 2, rule=rule)
+    X = torch.rand(n, 2, generator=g, dtype=torch.double)
+    y = torch.exp(-((X[:, 1] - 0.3 - 0.4 * X[:, 0]) ** 2) / 0.02)
+    for i in range(n):
+        model.observe(X[i], y[i])
+    return model
+
+
+def test_posterior_matches_the_model():
+    model = _model()
+    wrapper = IncrementalNystromModel(model)
+    X = torch.rand(3, 5, 2, dtype=torch.double)
+    post = wrapper.posterior(X)
+    assert post.mean.shape == (3, 5, 1)
+    mean, var = model.mean_and_variance(X.reshape(-1, 2))
+    assert torch.allclose(post.mean.reshape(-1), mean, atol=1e-12)
+    assert torch.allclose(post.variance.reshape(-1), var, atol=1e-10)
+    covar = post.distribution.covariance_matrix
+    assert bool((torch.linalg.eigvalsh(covar) > -1e-10).all())
+    noisy = wrapper.posterior(X, observation_noise=True)
+    assert torch.allclose(noisy.variance, post.variance + 0.5)
+    with pytest.raises(UnsupportedError):
+        wrapper.posterior(X, output_indices=[1])
+
+
+def test_ucb_action_refines_a_grid_with_the_context_fixed():
+    model = _model()
+    context = torch.tensor([0.5], dtype=torch.double)
+    bounds = torch.tensor([[0.0], [1.0]], dtype=torch.double)
+    beta = 0.3
+    action, value = ucb_action(model, context, bounds, beta)
+    assert action.shape == (1,) and 0 <= float(action) <= 1
+    grid = torch.linspace(0, 1, 11, dtype=torch.double)
+    states = torch.stack([torch.full_like(grid, 0.5), grid], -1)
+    mean, var = model.mean_and_variance(states)
+    grid_scores = mean + beta * (var / model.noise_var).sqrt()
+    # The optimiser's score is the policy's score, and beats the coarse grid.
+    state = torch.cat([context, action]).unsqueeze(0)
+    m, v = model.mean_and_variance(state)
+    assert float(value) == pytest.approx(float(m + beta * (v / 0.5).sqrt()), abs=1e-8)
+    assert float(value) >= float(grid_scores.max()) - 1e-9
+    # The learned ridge a = 0.3 + 0.4 x puts the best action near 0.5.
+    assert abs(float(action) - 0.5) < 0.15
+    # Refining the grid's best action: never worse than the grid, near the ridge.
+    refined, refined_value = ucb_action(
+        model, context, bounds, beta, grid=grid.unsqueeze(-1)
+    )
+    assert float(refined_value) >= float(grid_scores.max()) - 1e-12
+    assert abs(float(refined) - 0.5) < 0.15
+    with pytest.raises(InputDataError):
+        ucb_action(model, torch.zeros(2, dtype=torch.double), bounds, beta)
+    with pytest.raises(InputDataError):
+        ucb_action(model, context, bounds, beta, grid=torch.zeros(3, 2))

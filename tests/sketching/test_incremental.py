@@ -1,0 +1,121 @@
+import pytest
+import torch
+from botorch.exceptions.errors import BotorchTensorDimensionError, InputDataError
+from gpytorch.kernels import RBFKernel, ScaleKernel
+
+from botorch_sketch.sketching import DTCPosterior, DTCStatistics, NystromEmbedding
+from botorch_sketch.sketching.incremental import IncrementalNystrom
+from botorch_sketch.sketching.kors import KORS
+
+
+def _kernel(lengthscale=0.1, dims=2):
+    k = ScaleKernel(RBFKernel(ard_num_dims=dims)).double()
+    k.base_kernel.lengthscale = lengthscale
+    k.outputscale = 1.2
+    k.requires_grad_(False)
+    return k
+
+
+def _data(n, d, seed, **tkwargs):
+    g = torch.Generator().manual_seed(seed)
+    X = torch.rand(n, d, generator=g, **tkwargs)
+    y = torch.sin(6 * X.sum(-1)) + 0.1 * torch.randn(n, generator=g, **tkwargs)
+    return X, y, torch.rand(64, d, generator=g, **tkwargs)
+
+
+def test_every_point_in_dictionary_is_the_exact_posterior(tkwargs):
+    # K is well conditioned here (cond ~ 2e5), so 1e-8 is a fair tolerance.
+    k, lam = _kernel(0.05), 0.3
+    X, y, Xt = _data(200, 2, 0, **tkwargs)
+    model = IncrementalNystrom(k, lam, 2, rule="all")
+    for i in range(200):
+        assert model.observe(X[i], y[i])
+    assert model.dictionary_size == 200
+    mean, var = model.mean_and_variance(Xt)
+    A = k(X).to_dense() + lam * torch.eye(200, **tkwargs)
+    Ks = k(Xt, X).to_dense()
+    exact_mean = Ks @ torch.linalg.solve(A, y)
+    exact_var = k(Xt, diag=True) - (Ks * torch.linalg.solve(A, Ks.mT).mT).sum(-1)
+    assert torch.allclose(mean, exact_mean, atol=1e-8, rtol=0)
+    assert torch.allclose(var, exact_var, atol=1e-8, rtol=0)
+
+
+def test_thousand_updates_with_insertions_match_from_scratch(tkwargs):
+    # A dictionary with cond(K_ZZ) ~ 5e10: the drift of the updates is then
+    # ~1e-13 (with cond ~ 1e17, from near-duplicate admissions, it is ~1e-8).
+    k, lam = _kernel(0.1), 0.5
+    X, y, Xt = _data(1000, 2, 1, **tkwargs)
+    rule = KORS(mu=lam, gamma=1.0, generator=torch.Generator().manual_seed(0))
+    # No refactorisation: the recursive updates alone must stay accurate.
+    model = IncrementalNystrom(k, lam, 2, rule=rule, refactorise_every=10**6)
+    inserted = [model.observe(X[i], y[i]) for i in range(1000)]
+    m = model.dictionary_size
+    assert 10 < m < 1000 and sum(inserted) == m
+    assert any(inserted[500:])  # insertions late, with much data along them
+    noise = torch.full_like(y, lam)
+    mean, var = model.mean_and_variance(Xt)
+    # From scratch on the model's embedding: the drift of the recursive
+    # Woodbury and bordering updates alone.
+    emb = model.embedding
+    post = DTCPosterior(DTCStatistics.from_data(emb, X, y, noise))
+    Z = emb(Xt)
+    assert torch.allclose(mean, post.mean(Z), atol=1e-8, rtol=0)
+    ref_var = post.variance(Z, emb.residual_variance(Xt, Z))
+    assert torch.allclose(var, ref_var, atol=1e-8, rtol=0)
+    # From scratch with a fresh eigendecomposition of the same dictionary: the
+    # dictionary is ill conditioned (KORS admits near neighbours), so the fresh
+    # pseudo-inverse root drops directions and agrees only to ~1e-8 in the mean.
+    emb = NystromEmbedding(k, X[model.dictionary])
+    post = DTCPosterior(DTCStatistics.from_data(emb, X, y, noise))
+    assert torch.allclose(mean, post.mean(emb(Xt)), atol=1e-6, rtol=0)
+    # The variances of the observations agree with a direct evaluation.
+    _, var_obs = model.mean_and_variance(X[:50])
+    assert torch.allclose(model.observed_variance()[:50], var_obs, atol=1e-10)
+    # A refactorisation changes nothing beyond rounding.
+    model.refactorise()
+    mean2, _ = model.mean_and_variance(Xt)
+    assert torch.allclose(mean, mean2, atol=1e-9, rtol=0)
+
+
+def test_dictionary_grows_like_effective_dimension(tkwargs):
+    k, lam = _kernel(0.2), 1.0
+    X, y, _ = _data(2000, 2, 2, **tkwargs)
+    rule = KORS(mu=lam, gamma=0.5, generator=torch.Generator().manual_seed(1))
+    model = IncrementalNystrom(k, lam, 2, rule=rule)
+    sizes = []
+    for i in range(2000):
+        model.observe(X[i], y[i])
+        if i + 1 in (500, 2000):
+            sizes.append(model.dictionary_size)
+    K = k(X).to_dense()
+    evals = torch.linalg.eigvalsh(K)
+    d_eff = float((evals / (evals + lam)).sum())
+    # Linear growth would quadruple the size from t = 500 to 2000.
+    assert sizes[1] < 2 * sizes[0]
+    assert d_eff < sizes[1] < 4 * d_eff
+    assert sizes[1] < 2000 / 10
+
+
+def test_rebuild_and_validation(tkwargs):
+    k, lam = _kernel(), 0.3
+    X, y, Xt = _data(60, 2, 3, **tkwargs)
+    model = IncrementalNystrom(k, lam, 2, rule="none")
+    for i in range(60):
+        assert not model.observe(X[i], y[i])
+    assert model.dictionary_size == 0
+    mean, var = model.mean_and_variance(Xt)
+    assert torch.all(mean == 0) and torch.allclose(var, torch.full_like(var, 1.2))
+    idx = torch.tensor([3, 10, 20, 40])
+    model.rebuild(idx)
+    emb = NystromEmbedding(k, X[idx])
+    post = DTCPosterior(DTCStatistics.from_data(emb, X, y, torch.full_like(y, lam)))
+    mean, _ = model.mean_and_variance(Xt)
+    assert torch.allclose(mean, post.mean(emb(Xt)), atol=1e-10)
+    with pytest.raises(InputDataError):
+        model.rebuild(torch.tensor([60]))
+    with pytest.raises(BotorchTensorDimensionError):
+        model.mean_and_variance(torch.rand(3, 5, **tkwargs))
+    with pytest.raises(InputDataError):
+        model.observe(X[0], torch.tensor(float("nan")))
+    with pytest.raises(InputDataError):
+        IncrementalNystrom(k, 0.0, 2)
