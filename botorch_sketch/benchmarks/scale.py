@@ -5,7 +5,7 @@ Hartmann6 on the first six of ``d`` uniform inputs (``d = 6`` and ``d = 20``, th
 other inputs inactive), noise sd 0.1. For each ``n`` the parts of one BO
 iteration are timed in a fresh process, whose peak resident memory is
 reported: building the model (the inducing rule at the initial
-hyperparameters), fitting (hyperparameters on a random subset of 20,000 points,
+hyperparameters), fitting (hyperparameters on a random subset of 10,000 points,
 ``NystromGP.fit_subset_size``, then the rule on all points), the posterior state
 (embedding and statistics of all ``n`` points), one ``optimize_acqf`` of
 ``LogExpectedImprovement`` (10 restarts, 512 raw samples), and the held-out log
@@ -35,7 +35,7 @@ BUDGETS = {
     "large": [(6, 100_000), (6, 1_000_000), (20, 1_000_000)],
 }
 NUM_INDUCING = 256
-FIT_SUBSET = 20_000
+FIT_SUBSET = 10_000
 
 
 @dataclass
@@ -109,8 +109,10 @@ def run(budget_name: str = "small") -> list[Row]:
         queue = ctx.Queue()
         proc = ctx.Process(target=_case, args=(d, n, queue))
         proc.start()
+        proc.join()  # the result is small: it fits the queue's pipe
+        if proc.exitcode != 0:
+            raise RuntimeError(f"scale case d={d}, n={n} failed ({proc.exitcode}).")
         row = queue.get()
-        proc.join()
         print(
             f"d={d} n={n}: iteration {row.iteration:.1f} s, peak {row.peak_mb:.0f} MB"
         )
