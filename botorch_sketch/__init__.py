@@ -9,7 +9,7 @@ from botorch_sketch.acquisition import (
     BKBUpperConfidenceBound,
     qBKBUpperConfidenceBound,
 )
-from botorch_sketch.models import NystromGP, SGDLinearModel
+from botorch_sketch.models import IncrementalNystromModel, NystromGP, SGDLinearModel
 from botorch_sketch.sketching import (
     FixedSelector,
     GreedyVarianceSelector,
@@ -23,6 +23,7 @@ __all__ = [
     "BKBUpperConfidenceBound",
     "FixedSelector",
     "GreedyVarianceSelector",
+    "IncrementalNystromModel",
     "NystromGP",
     "RidgeLeverageSampler",
     "SGDLinearModel",

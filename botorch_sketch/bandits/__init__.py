@@ -2,6 +2,20 @@
 r"""Finite-arm and contextual bandits: policies, environments, loops."""
 
 from botorch_sketch.bandits.bkb import BKB
+from botorch_sketch.bandits.contextual import (
+    CBBKB,
+    CBKB,
+    EKUCB,
+    KernelUCB,
+    OnlineKernelUCB,
+)
+from botorch_sketch.bandits.contextual_environments import (
+    Bump,
+    Chessboard,
+    DigitsBandit,
+    GridActionEnvironment,
+    StepDiagonal,
+)
 from botorch_sketch.bandits.dtc_ucb import DTCUCB
 from botorch_sketch.bandits.environments import (
     ContextualEnvironment,
@@ -37,6 +51,16 @@ from botorch_sketch.bandits.replay import (
 
 __all__ = [
     "BKB",
+    "CBBKB",
+    "CBKB",
+    "EKUCB",
+    "Bump",
+    "Chessboard",
+    "DigitsBandit",
+    "GridActionEnvironment",
+    "KernelUCB",
+    "OnlineKernelUCB",
+    "StepDiagonal",
     "DTCUCB",
     "GPUCB",
     "PEGE",

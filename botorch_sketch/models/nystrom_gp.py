@@ -632,16 +632,23 @@ class NystromGP(GPyTorchModel, GP, FantasizeMixin):
 
     def _apply(self, fn: Callable[[Tensor], Tensor], *args: Any, **kwargs: Any):
         super()._apply(fn, *args, **kwargs)
+        # BoTorch's acquisition functions call ``self.to(X)`` on every evaluation;
+        # the posterior cache (O(n m^2) to rebuild) is dropped only if that moved
+        # or cast something (``Tensor.to`` returns the same tensor otherwise).
+        moved = False
         for name in (*_DATA_ATTRIBUTES, "_fixed_inducing", "inducing_index"):
             value = getattr(self, name, None)
             if value is not None:
-                setattr(self, name, fn(value))
+                converted = fn(value)
+                moved = moved or converted is not value
+                setattr(self, name, converted)
         extra = getattr(self, "_extra_statistics", None)
         if extra is not None:
             self._extra_statistics = DTCStatistics(
                 *(fn(getattr(extra, f)) for f in extra.__dataclass_fields__)
             )
-        self._cache = None
+        if moved:
+            self._cache = None
         return self
 
     def load_state_dict(

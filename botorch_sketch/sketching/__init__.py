@@ -14,7 +14,9 @@ from botorch_sketch.sketching.features import (
     NystromFeatures,
     RandomFourierFeatures,
 )
+from botorch_sketch.sketching.incremental import IncrementalNystrom
 from botorch_sketch.sketching.kernels import kernel_diagonal, kernel_matrix
+from botorch_sketch.sketching.kors import KORS, theoretical_gamma
 from botorch_sketch.sketching.nystrom import NystromEmbedding
 from botorch_sketch.sketching.online import OnlineDTC, TrackedCandidates
 from botorch_sketch.sketching.ridge import OnlineRidge
@@ -42,6 +44,9 @@ from botorch_sketch.sketching.sgd import (
 )
 
 __all__ = [
+    "KORS",
+    "IncrementalNystrom",
+    "theoretical_gamma",
     "FeatureMap",
     "IdentityFeatures",
     "NystromFeatures",

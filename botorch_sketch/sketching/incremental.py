@@ -159,9 +159,7 @@ class IncrementalNystrom:
         """
         self._check_inputs(X)
         Z, residual = self.embed(X)
-        mean = Z @ self.posterior.weights
-        var = residual + ((Z @ self.posterior.covariance) * Z).sum(-1)
-        return mean, var.clamp_min(0)
+        return self.posterior.mean(Z), self.posterior.variance(Z, residual)
 
     def mean_and_covariance(self, X: Tensor) -> tuple[Tensor, Tensor]:
         r"""Joint posterior of batches of points (``O(q m^2 + q^2 m)`` per batch).
@@ -180,19 +178,18 @@ class IncrementalNystrom:
             )
         Z = self.embedding(X)
         K = kernel_matrix(self.kernel, X)
-        covar = K + (Z @ self.posterior.covariance - Z) @ Z.mT
-        return Z @ self.posterior.weights, 0.5 * (covar + covar.mT)
+        return self.posterior.mean(Z), self.posterior.covariance_of(Z, K)
 
     def observed_variance(self) -> Tensor:
         r"""Posterior variances of the observed inputs (``O(t m^2)``)."""
         t = self.num_observations
-        Z, C = self.Z, self.posterior.covariance
+        Z = self.Z
         var = torch.empty_like(self._kdiag[:t])
         for rows in row_chunks(t, chunk_size_for(max(Z.shape[-1], 1))):
             Zc = Z[rows]
             resid = (self._kdiag[rows] - Zc.pow(2).sum(-1)).clamp_min(0)
-            var[rows] = resid + ((Zc @ C) * Zc).sum(-1)
-        return var.clamp_min(0)
+            var[rows] = self.posterior.variance(Zc, resid)
+        return var
 
     # --------------------------------------------------------------- updates
     def observe(self, x: Tensor, y: Tensor) -> bool:
@@ -271,19 +268,11 @@ class IncrementalNystrom:
             Z[:, :m] = self._Z[:, :m]
             self._Z = Z
         t = self.num_observations
-        # New coordinate of every observation: its residual against the old span,
-        # normalised, from its old coordinates and one kernel column.
-        k_new = kernel_matrix(self.kernel, self.X, grown.inducing_points[-1:])
-        c = (
-            self._Z[:t, :m] @ grown.border_coefficients
-            + grown.root[-1, m] * k_new[:, 0]
-        )
+        # New coordinate of every observation, from its old coordinates.
+        c = grown.new_coordinate(self.X, self._Z[:t, :m])
         self._Z[:t, m] = c
-        c_lam = c / self.noise_var
-        self.posterior.extend(
-            gram_column=self._Z[:t, :m].mT @ c_lam,
-            gram_corner=c_lam @ c,
-            moment_entry=c_lam @ self._y[:t],
+        self.posterior.extend_with_data(
+            self._Z[:t, :m], c, self._y[:t], torch.full_like(c, self.noise_var)
         )
         self.embedding = grown
         self.dictionary = torch.cat(

@@ -159,6 +159,26 @@ class NystromEmbedding:
         kdiag = kernel_diagonal(self.kernel, X)
         return (kdiag - Z.pow(2).sum(-1)).clamp_min(0)
 
+    def new_coordinate(self, X: Tensor, Z_old: Tensor) -> Tensor:
+        r"""The last coordinate of points whose other coordinates are known.
+
+        For an embedding returned by :meth:`extended`: the new coordinate is
+        ``(k(x, s_new) - z_old(x)^T z_old(s_new)) / sqrt(schur)``, ``O(m')`` per
+        point from its old embedding and one kernel column, where embedding it
+        again would cost ``O(m m')``.
+
+        Args:
+            X: A ``n x d`` tensor of points.
+            Z_old: Their ``n x m'`` embedding before the point was added.
+
+        Returns:
+            The ``n`` new coordinates.
+        """
+        if self.border_coefficients is None:
+            raise ValueError("new_coordinate needs an embedding made by extended().")
+        k_new = kernel_matrix(self.kernel, X, self.inducing_points[-1:]).squeeze(-1)
+        return Z_old @ self.border_coefficients + self.root[-1, -1] * k_new
+
     def extended(self, x_new: Tensor) -> NystromEmbedding | None:
         r"""The embedding of the inducing set grown by one point (Schur bordering).
 

@@ -74,6 +74,29 @@ class OnlineDTC:
         r"""The embedding dimension ``m'``."""
         return self.weights.shape[-1]
 
+    def mean(self, Z: Tensor) -> Tensor:
+        r"""Posterior mean minus the prior mean, ``Z w``, of ``... x n x m'`` inputs."""
+        return Z @ self.weights
+
+    def variance(self, Z: Tensor, residual_var: Tensor) -> Tensor:
+        r"""Posterior variance ``k - ||z||^2 + z^T C z`` (at least zero).
+
+        Args:
+            Z: A ``... x n x m'`` tensor of embedded inputs.
+            residual_var: The ``... x n`` tensor ``k(x, x) - ||z||^2``.
+        """
+        return (residual_var + ((Z @ self.covariance) * Z).sum(-1)).clamp_min(0)
+
+    def covariance_of(self, Z: Tensor, K: Tensor) -> Tensor:
+        r"""Posterior covariance ``K - Z Z^T + Z C Z^T`` of ``... x q`` inputs.
+
+        Args:
+            Z: A ``... x q x m'`` tensor of embedded inputs.
+            K: Their ``... x q x q`` prior covariance.
+        """
+        covar = K + (Z @ self.covariance - Z) @ Z.mT
+        return 0.5 * (covar + covar.mT)
+
     def refactorise(self) -> None:
         r"""Recompute ``C`` and ``w`` from the statistics (``O(m^3)``)."""
         posterior = DTCPosterior(self.statistics)
@@ -293,13 +316,11 @@ class TrackedCandidates:
 
     def refresh(self, posterior: OnlineDTC) -> None:
         r"""Recompute means and variances from the posterior (``O(A m^2)``)."""
-        Z, C = self.Z, posterior.covariance
-        self.mean = Z @ posterior.weights
+        Z = self.Z
+        self.mean = posterior.mean(Z)
         self.variance = torch.empty_like(self.residual)
         for rows in row_chunks(Z.shape[0], self.chunk_size):
-            Zc = Z[rows]
-            self.variance[rows] = self.residual[rows] + ((Zc @ C) * Zc).sum(-1)
-        self.variance.clamp_min_(0)
+            self.variance[rows] = posterior.variance(Z[rows], self.residual[rows])
 
     def covariance_column(self, index: int | Tensor, posterior: OnlineDTC) -> Tensor:
         r"""Posterior covariances of every candidate with candidate ``index``.
@@ -338,12 +359,8 @@ class TrackedCandidates:
             grown = self._Z.new_empty(self._Z.shape[0], 2 * self._Z.shape[1])
             grown[:, :m] = self.Z
             self._Z = grown
-        s_new = embedding.inducing_points[-1:]
-        inv_sqrt_schur = embedding.root[-1, m]
-        coefficients = embedding.border_coefficients
         for rows in row_chunks(self.X.shape[0], self.chunk_size):
-            k_new = kernel_matrix(self.kernel, self.X[rows], s_new).squeeze(-1)
-            self._Z[rows, m] = self._Z[rows, :m] @ coefficients + inv_sqrt_schur * k_new
+            self._Z[rows, m] = embedding.new_coordinate(self.X[rows], self._Z[rows, :m])
         self.dim = m + 1
         return self._Z[:, m]
 

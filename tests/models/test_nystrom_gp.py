@@ -451,3 +451,28 @@ def test_fitting_on_a_subset_with_known_noise_is_refused():
     model.fit_subset_size = 20
     with pytest.raises(UnsupportedError, match="fit_subset_size"):
         fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))
+
+
+def test_acquisition_evaluations_reuse_the_posterior_state(monkeypatch):
+    # Acquisition functions call model.to(X) on every evaluation: that must not
+    # throw away the O(n m^2) statistics unless it changes dtype or device.
+    from botorch.acquisition import LogExpectedImprovement
+
+    X = torch.rand(300, 2, dtype=torch.double)
+    Y = X.sum(-1, keepdim=True).sin()
+    model = NystromGP(X, Y).eval()
+    calls = []
+    original = NystromGP._embedding_and_statistics
+    monkeypatch.setattr(
+        NystromGP,
+        "_embedding_and_statistics",
+        lambda self: calls.append(1) or original(self),
+    )
+    acqf = LogExpectedImprovement(model, best_f=Y.max())
+    Xt = torch.rand(4, 1, 2, dtype=torch.double, requires_grad=True)
+    for _ in range(3):
+        acqf(Xt).sum().backward()
+    assert len(calls) == 1
+    model.to(torch.float)
+    model.posterior(Xt.detach().float())
+    assert len(calls) == 2 and model.train_X.dtype == torch.float
