@@ -5,8 +5,8 @@ Hartmann6 on the first six of ``d`` uniform inputs (``d = 6`` and ``d = 20``, th
 other inputs inactive), noise sd 0.1. For each ``n`` the parts of one BO
 iteration are timed in a fresh process, whose peak resident memory is
 reported: building the model (the inducing rule at the initial
-hyperparameters), fitting (hyperparameters on a random subset of 10,000 points,
-``NystromGP.fit_subset_size``, then the rule on all points), the posterior state
+hyperparameters), fitting (hyperparameters and the inducing rule on a random
+subset of 10,000 points, ``NystromGP.fit_subset_size``), the posterior state
 (embedding and statistics of all ``n`` points), one ``optimize_acqf`` of
 ``LogExpectedImprovement`` (10 restarts, 512 raw samples), and the held-out log
 likelihood on 10,000 points.
@@ -72,8 +72,9 @@ def _case(d: int, n: int, queue: mp.Queue) -> None:
     Xt, Yt = _data(10_000, d, 1)
     clock = time.perf_counter
     t0 = clock()
-    model = NystromGP(X, Y, inducing=GreedyVarianceSelector(NUM_INDUCING))
-    model.fit_subset_size = FIT_SUBSET
+    model = NystromGP(
+        X, Y, inducing=GreedyVarianceSelector(NUM_INDUCING), fit_subset_size=FIT_SUBSET
+    )
     t1 = clock()
     fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))
     t2 = clock()

@@ -434,7 +434,9 @@ def test_fitting_on_a_subset_shares_the_hyperparameters_and_keeps_all_data():
     assert 0.7 < noise_ratio < 1.4
     # The transforms were fitted on all the data and left alone.
     assert torch.allclose(sub.outcome_transform.means, full.outcome_transform.means)
-    # The posterior conditions on every point, not on the subset.
+    # The inducing points come from the subset; the posterior conditions on
+    # every point, not on the subset.
+    assert bool(torch.isin(sub.inducing_index, sub._subset_rows()).all())
     _, stats = sub._embedding_and_statistics()
     assert float(stats.num_data) == 1000
     Xt = torch.rand(200, 2, generator=g, dtype=torch.double)
