@@ -57,6 +57,13 @@ class BanditTrace:
         r"""Total policy time (s)."""
         return float(sum(self.step_time))
 
+    def mean_step_ms(self, start: float, stop: float) -> float:
+        r"""Mean milliseconds per step over a fraction ``[start, stop)`` of the run."""
+        t = torch.tensor(self.step_time, dtype=torch.double)
+        n = t.numel()
+        a, b = int(start * n), max(int(stop * n), int(start * n) + 1)
+        return 1e3 * float(t[a:b].mean())
+
     @property
     def chosen(self) -> Tensor:
         r"""All chosen indices, concatenated."""

@@ -130,13 +130,6 @@ def _factories(kernel: Kernel, case: Case, dim: int) -> dict[str, Callable[[], o
     }
 
 
-def _window_ms(trace: BanditTrace, lo: float, hi: float) -> float:
-    t = torch.tensor(trace.step_time, dtype=torch.double)
-    n = t.numel()
-    a, b = int(lo * n), max(int(hi * n), int(lo * n) + 1)
-    return 1e3 * float(t[a:b].mean())
-
-
 def run(budget_name: str = "small") -> tuple[list[Row], dict[str, list[BanditTrace]]]:
     r"""Run every case of a budget.
 
@@ -159,9 +152,9 @@ def run(budget_name: str = "small") -> tuple[list[Row], dict[str, list[BanditTra
                 regret=float(trace.cumulative_regret[-1]),
                 reward=float(trace.cumulative_reward[-1]),
                 dictionary=policy.dictionary_size,
-                ms_early=_window_ms(trace, 0.0, 0.1),
-                ms_mid=_window_ms(trace, 0.4, 0.5),
-                ms_late=_window_ms(trace, 0.9, 1.0),
+                ms_early=trace.mean_step_ms(0.0, 0.1),
+                ms_mid=trace.mean_step_ms(0.4, 0.5),
+                ms_late=trace.mean_step_ms(0.9, 1.0),
             )
             rows.append(row)
             case_traces.append(trace)
