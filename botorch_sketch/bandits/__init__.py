@@ -30,6 +30,7 @@ from botorch_sketch.bandits.linear_environments import (
 from botorch_sketch.bandits.linucb import LinUCB, SGDLinUCB
 from botorch_sketch.bandits.loop import (
     BanditTrace,
+    plot_experiments,
     plot_traces,
     run_contextual,
     run_finite,
@@ -79,6 +80,7 @@ __all__ = [
     "SphereEnvironment",
     "argmax_first",
     "digits_log",
+    "plot_experiments",
     "plot_traces",
     "replay",
     "replay_side_by_side",

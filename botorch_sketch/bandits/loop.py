@@ -178,3 +178,21 @@ def plot_traces(traces: list[BanditTrace], path: str, window: int = 50) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
+
+
+def plot_experiments(traces: dict[str, list[BanditTrace]], stem: str) -> list[str]:
+    r"""One :func:`plot_traces` figure per experiment, at ``{stem}-{key}.png``.
+
+    Args:
+        traces: The runs to compare, by experiment name.
+        stem: The path prefix of the figures.
+
+    Returns:
+        The paths written.
+    """
+    paths = []
+    for key, runs in traces.items():
+        path = f"{stem}-{key}.png"
+        plot_traces(runs, path)
+        paths.append(path)
+    return paths

@@ -38,7 +38,7 @@ from botorch_sketch.bandits import BanditTrace, FiniteArmEnvironment, run_finite
 from botorch_sketch.bandits.bkb import BKB
 from botorch_sketch.bandits.dtc_ucb import DTCUCB
 from botorch_sketch.bandits.gp_ucb import GPUCB
-from botorch_sketch.bandits.loop import plot_traces
+from botorch_sketch.bandits.loop import plot_experiments
 from botorch_sketch.bandits.random_policy import RandomPolicy
 
 EXACT = "gp-ucb"
@@ -214,9 +214,4 @@ def plot(traces: dict[str, list[BanditTrace]], stem: str) -> list[str]:
     Returns:
         The paths written.
     """
-    paths = []
-    for key, case_traces in traces.items():
-        path = f"{stem}-{key}.png"
-        plot_traces(case_traces, path)
-        paths.append(path)
-    return paths
+    return plot_experiments(traces, stem)

@@ -46,7 +46,7 @@ from botorch_sketch.bandits.contextual_environments import (
     DigitsBandit,
 )
 from botorch_sketch.bandits.environments import ContextualEnvironment
-from botorch_sketch.bandits.loop import BanditTrace, plot_traces, run_contextual
+from botorch_sketch.bandits.loop import BanditTrace, plot_experiments, run_contextual
 
 EXACT = "kernel-ucb"
 ALL = ("ek-ucb", EXACT, "cbbkb", "cbkb")
@@ -255,10 +255,9 @@ def render(rows: list[Row], machine: str) -> str:
 
 
 def plot(traces: dict[str, list[BanditTrace]], stem: str) -> list[str]:
-    r"""One figure per experiment (regret, time per round, dictionary size)."""
-    paths = []
-    for experiment, case_traces in traces.items():
-        path = f"{stem}-{experiment}.png"
-        plot_traces(case_traces, path)
-        paths.append(path)
-    return paths
+    r"""One figure per experiment: cumulative regret, time per step, dictionary.
+
+    Returns:
+        The paths written.
+    """
+    return plot_experiments(traces, stem)
