@@ -9,10 +9,18 @@ from botorch_sketch.acquisition import (
     BKBUpperConfidenceBound,
     qBKBUpperConfidenceBound,
 )
-from botorch_sketch.models import IncrementalNystromModel, NystromGP, SGDLinearModel
+from botorch_sketch.models import (
+    GradientSubsetGP,
+    IncrementalNystromModel,
+    NystromGP,
+    SGDLinearModel,
+)
 from botorch_sketch.sketching import (
     FixedSelector,
+    GradientDiversitySubset,
     GreedyVarianceSelector,
+    GreedyVarianceSubset,
+    RandomSubset,
     RidgeLeverageSampler,
     UniformSelector,
 )
@@ -22,9 +30,13 @@ __version__ = "0.1.0"
 __all__ = [
     "BKBUpperConfidenceBound",
     "FixedSelector",
+    "GradientDiversitySubset",
+    "GradientSubsetGP",
+    "GreedyVarianceSubset",
     "GreedyVarianceSelector",
     "IncrementalNystromModel",
     "NystromGP",
+    "RandomSubset",
     "RidgeLeverageSampler",
     "SGDLinearModel",
     "UniformSelector",

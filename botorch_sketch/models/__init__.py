@@ -2,8 +2,21 @@
 r"""BoTorch models built on :mod:`botorch_sketch.sketching`."""
 
 from botorch_sketch.models import pathwise  # noqa: F401 (registers NystromGP)
+from botorch_sketch.models.gradient_subset_gp import (
+    GradientSubsetGP,
+    feature_residual_gradients,
+    scalar_residual_gradients,
+)
 from botorch_sketch.models.incremental import IncrementalNystromModel, ucb_action
 from botorch_sketch.models.nystrom_gp import NystromGP
 from botorch_sketch.models.sgd_linear import SGDLinearModel
 
-__all__ = ["IncrementalNystromModel", "NystromGP", "SGDLinearModel", "ucb_action"]
+__all__ = [
+    "GradientSubsetGP",
+    "IncrementalNystromModel",
+    "NystromGP",
+    "SGDLinearModel",
+    "feature_residual_gradients",
+    "scalar_residual_gradients",
+    "ucb_action",
+]

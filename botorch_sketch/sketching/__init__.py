@@ -29,6 +29,7 @@ from botorch_sketch.sketching.selection import (
     UniformSelector,
     distinct_rows,
     expected_size,
+    greedy_variance_pivots,
     leverage_scores,
 )
 from botorch_sketch.sketching.sgd import (
@@ -42,8 +43,19 @@ from botorch_sketch.sketching.sgd import (
     WidthTracker,
     width_step,
 )
+from botorch_sketch.sketching.subset import (
+    GradientDiversitySubset,
+    GreedyVarianceSubset,
+    RandomSubset,
+    SubsetRule,
+)
 
 __all__ = [
+    "GradientDiversitySubset",
+    "GreedyVarianceSubset",
+    "RandomSubset",
+    "SubsetRule",
+    "greedy_variance_pivots",
     "KORS",
     "IncrementalNystrom",
     "theoretical_gamma",

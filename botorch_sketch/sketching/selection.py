@@ -333,25 +333,66 @@ class GreedyVarianceSelector(InducingSelector):
         current: Tensor | None = None,
     ) -> Tensor:
         """Greedy picks, in order; ``counts`` and ``current`` are not used."""
-        n = X.shape[0]
-        m = min(self.num_inducing, n)
-        with torch.no_grad():
-            residual = kernel_diagonal(kernel, X).clone()
-            rows = X.new_zeros(m, n)
-            chosen = torch.empty(m, dtype=torch.long, device=X.device)
-            for j in range(m):
-                score = residual / noise
-                i = int(score.argmax())
-                if j > 0 and self.tolerance is not None:
-                    if float(score[i]) < self.tolerance:
+        return greedy_variance_pivots(
+            X,
+            kernel,
+            min(self.num_inducing, X.shape[0]),
+            weights=1 / noise,
+            tolerance=self.tolerance,
+        )
+
+
+def greedy_variance_pivots(
+    X: Tensor,
+    kernel: Kernel,
+    size: int,
+    start: Tensor | None = None,
+    weights: Tensor | None = None,
+    tolerance: float | None = None,
+) -> Tensor:
+    r"""Pivots of a greedy pivoted Cholesky of ``K_XX``, in ``O(n size (size + d))``.
+
+    After the ``start`` pivots (taken as given, in order), each step takes
+    ``argmax_i w_i (k_ii - Q_ii)``, the input whose prior variance the chosen
+    ones explain worst, and stops early when that score is below ``tolerance``.
+    No ``n x n`` matrix is formed.
+
+    Args:
+        X: A ``n x d`` tensor of inputs.
+        kernel: The kernel.
+        size: The number of pivots.
+        start: Indices to pivot on first (e.g. points a subset must contain).
+        weights: A ``n`` tensor of positive score weights (e.g. ``1 / noise``).
+        tolerance: Stop when the best weighted residual variance is below this
+            (never before the ``start`` pivots and one more).
+
+    Returns:
+        A 1-d long tensor of at most ``size`` distinct indices, in pivot order.
+    """
+    n = X.shape[0]
+    start = X.new_zeros(0, dtype=torch.long) if start is None else start
+    with torch.no_grad():
+        residual = kernel_diagonal(kernel, X).clone()
+        rows = X.new_zeros(size, n)
+        chosen = torch.empty(size, dtype=torch.long, device=X.device)
+        taken = torch.zeros(n, dtype=torch.bool, device=X.device)
+        for j in range(size):
+            if j < start.numel():
+                i = start[j]
+            else:
+                score = residual if weights is None else residual * weights
+                i = score.masked_fill(taken, -float("inf")).argmax()
+                if j > start.numel() and tolerance is not None:
+                    if float(score[i]) < tolerance:
                         return chosen[:j]
-                column = kernel_matrix(kernel, X, X[i : i + 1]).squeeze(-1)
-                row = (column - rows[:j].mT @ rows[:j, i]) / residual[i].sqrt()
-                rows[j] = row
-                residual = (residual - row.pow(2)).clamp_min(0)
-                residual[i] = 0
-                chosen[j] = i
-        return chosen
+            column = kernel_matrix(kernel, X, X[i].reshape(1, -1)).squeeze(-1)
+            pivot = residual[i].clamp_min(torch.finfo(X.dtype).tiny).sqrt()
+            row = (column - rows[:j].mT @ rows[:j, i]) / pivot
+            rows[j] = row
+            residual = (residual - row.pow(2)).clamp_min(0)
+            taken[i] = True
+            chosen[j] = i
+    return chosen
 
 
 class UniformSelector(InducingSelector):

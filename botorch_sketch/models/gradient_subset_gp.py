@@ -1,0 +1,407 @@
+#!/usr/bin/env python3
+r"""An exact GP fitted on a gradient-selected subset of its data (GSSBO).
+
+``GradientSubsetGP`` is a ``SingleTaskGP`` whose training data is ``M`` of the
+``N`` observations it is given: the first ``num_initial`` (the initial design),
+the last ``num_newest`` (the newest batch) and the rest chosen by a subset rule,
+by default gradient diversity [Wei2025gssbo]_. It *is* a ``SingleTaskGP`` on
+that subset, so every BoTorch feature (fantasize, qKG, pathwise sampling, the
+cached-Cholesky qLogNEI) works unchanged; the other ``N - M`` observations are
+kept (:attr:`full_train_X`) for the rule but do not enter the posterior
+(subset of data, not a sparse approximation). With ``N <= M`` it is exactly
+``SingleTaskGP``.
+
+The paper's per-observation gradient, ``g_i = -(K^{-1}(y - mu))_i``, is a scalar,
+which makes the cosine diversity it maximises degenerate (a cosine between
+scalars is a sign). The default :func:`feature_residual_gradients` reads it as the
+gradient of observation ``i``'s squared-error loss with respect to the weights of
+the subset GP in its Nystrom feature space, ``g_i = r_i z(x_i)`` with
+``r_i = -(y_i - mu(x_i)) / (sigma^2(x_i) + sigma_n^2)`` (the scalar above,
+evaluated with the subset posterior so that no ``N x N`` system is solved) and
+``z`` the subset's Nystrom embedding: the per-sample parameter gradient that GSS
+[Aljundi2019gradient]_ was defined on. Two observations are then similar when
+they are close in the kernel's geometry *and* their residuals have the same
+sign. The gradient function is a constructor argument.
+
+References:
+
+.. [Wei2025gssbo]
+    Y. Wei, Z. Wang, Y. Cao, W. Wang, R. Allmendinger, M. A. Alvarez.
+    Gradient-based sample selection for faster Bayesian optimization. 2025.
+.. [Aljundi2019gradient]
+    R. Aljundi, M. Lin, B. Goujaud, Y. Bengio. Gradient based sample selection for
+    online continual learning. NeurIPS 2019.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import gpytorch
+import torch
+from botorch.exceptions.errors import InputDataError, UnsupportedError
+from botorch.fit import _fit_fallback
+from botorch.models import SingleTaskGP
+from botorch.models.transforms.input import InputTransform
+from botorch.models.transforms.outcome import OutcomeTransform
+from botorch.utils.datasets import SupervisedDataset
+from botorch.utils.types import DEFAULT, _DefaultType
+from gpytorch.kernels import Kernel
+from gpytorch.likelihoods import FixedNoiseGaussianLikelihood
+from gpytorch.likelihoods.likelihood import Likelihood
+from gpytorch.means import Mean
+from gpytorch.mlls import MarginalLogLikelihood
+from torch import Tensor
+
+from botorch_sketch.models.validation import check_training_data
+from botorch_sketch.sketching.chunks import chunk_size_for, row_chunks
+from botorch_sketch.sketching.nystrom import NystromEmbedding
+from botorch_sketch.sketching.subset import (
+    GradientDiversitySubset,
+    RandomSubset,
+    SubsetRule,
+)
+
+#: ``(model, X, Y, Yvar) -> N x p`` gradients, in the model's transformed space.
+GradientFunction = Callable[["GradientSubsetGP", Tensor, Tensor, Tensor], Tensor]
+
+
+def scaled_residuals(
+    model: GradientSubsetGP, X: Tensor, Y: Tensor, noise: Tensor
+) -> Tensor:
+    r"""``-(y_i - mu(x_i)) / (sigma^2(x_i) + noise_i)`` under the subset posterior.
+
+    For an observation in the subset this is a leave-in estimate of the paper's
+    ``-(K^{-1}(y - mu))_i``; for the others it is the pilot estimate of the same
+    quantity (the derivative of the predictive log density in ``y_i``).
+
+    Args:
+        model: A fitted model in eval mode.
+        X: A ``N x d`` tensor of input-transformed inputs.
+        Y: A ``N`` tensor of outcome-transformed observations.
+        noise: A ``N`` tensor of their noise variances (transformed units).
+
+    Returns:
+        A ``N`` tensor.
+    """
+    out = []
+    # debug(False): a chunk may coincide with the training inputs, on purpose.
+    with torch.no_grad(), gpytorch.settings.debug(False):
+        for rows in row_chunks(X.shape[0], chunk_size_for(model.train_targets.numel())):
+            latent = model(X[rows])
+            variance = latent.variance + noise[rows]
+            out.append(-(Y[rows] - latent.mean) / variance)
+    return torch.cat(out)
+
+
+def feature_residual_gradients(
+    model: GradientSubsetGP, X: Tensor, Y: Tensor, noise: Tensor
+) -> Tensor:
+    r"""The default gradients: ``r_i z(x_i)`` in the subset's Nystrom features.
+
+    ``O(N M^2)``. See the module docstring for why this reading of the paper.
+
+    Args:
+        model: A fitted model in eval mode.
+        X: A ``N x d`` tensor of input-transformed inputs.
+        Y: A ``N`` tensor of outcome-transformed observations.
+        noise: A ``N`` tensor of their noise variances.
+
+    Returns:
+        A ``N x M'`` tensor (``M' <= M`` after dropping a numerically singular
+        part of the subset's kernel matrix).
+    """
+    residual = scaled_residuals(model, X, Y, noise)
+    with torch.no_grad():
+        embedding = NystromEmbedding(model.covar_module, model.train_inputs[0])
+        Z = torch.cat(
+            [
+                embedding(X[r])
+                for r in row_chunks(X.shape[0], chunk_size_for(embedding.dim))
+            ]
+        )
+    return residual.unsqueeze(-1) * Z
+
+
+def scalar_residual_gradients(
+    model: GradientSubsetGP, X: Tensor, Y: Tensor, noise: Tensor
+) -> Tensor:
+    r"""The paper's literal scalar gradient, as a ``N x 1`` tensor.
+
+    With scalars, cosine diversity only balances the signs of the perturbed
+    residuals; kept to compare against.
+
+    Args:
+        model: A fitted model in eval mode.
+        X: A ``N x d`` tensor of input-transformed inputs.
+        Y: A ``N`` tensor of outcome-transformed observations.
+        noise: A ``N`` tensor of their noise variances.
+
+    Returns:
+        A ``N x 1`` tensor.
+    """
+    return scaled_residuals(model, X, Y, noise).unsqueeze(-1)
+
+
+class GradientSubsetGP(SingleTaskGP):
+    r"""A ``SingleTaskGP`` on ``subset_size`` of its observations, chosen by a rule.
+
+    At construction the subset is the forced observations plus a random choice
+    (the hyperparameters are not fitted yet). ``fit_gpytorch_mll`` then fits,
+    re-runs the rule with the fitted model (its gradients on all ``N``
+    observations, or its kernel), switches the training data to the new subset
+    and fits again from there (``fit_rounds`` fits in all). Rules that need no
+    fitted model (random) are run once, at construction. Cost per fit
+    ``O(M^3 + N M^2)``; nothing of size ``N x N``.
+
+    Example:
+        >>> model = GradientSubsetGP(train_X, train_Y, subset_size=100, num_initial=20)
+        >>> fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))
+        >>> acqf = UpperConfidenceBound(model, beta=2.0)
+    """
+
+    #: Fits in ``fit_gpytorch_mll``, with the gradient rule run between them.
+    fit_rounds: int = 2
+
+    def __init__(
+        self,
+        train_X: Tensor,
+        train_Y: Tensor,
+        train_Yvar: Tensor | None = None,
+        subset_size: int | None = 100,
+        num_initial: int = 0,
+        num_newest: int = 1,
+        subset_rule: SubsetRule | None = None,
+        gradient: GradientFunction | None = None,
+        likelihood: Likelihood | None = None,
+        covar_module: Kernel | None = None,
+        mean_module: Mean | None = None,
+        outcome_transform: OutcomeTransform | _DefaultType | None = DEFAULT,
+        input_transform: InputTransform | None = None,
+    ) -> None:
+        r"""Choose the initial subset and build the GP on it.
+
+        Args:
+            train_X: A ``N x d`` tensor of all observed inputs, oldest first.
+            train_Y: A ``N x 1`` tensor of all observations.
+            train_Yvar: An optional ``N x 1`` tensor of observed noise variances.
+            subset_size: ``M``, the number of observations the GP is fitted on; None
+                (or ``M >= N``) fits on all of them.
+            num_initial: ``n0``: the first ``n0`` observations (the initial design)
+                are always in the subset.
+            num_newest: ``q``: the last ``q`` observations (the newest batch) are
+                always in the subset.
+            subset_rule: The rule choosing the other ``M - n0 - q``; defaults to
+                ``GradientDiversitySubset()``.
+            gradient: The per-observation gradient function for rules that use
+                gradients; defaults to :func:`feature_residual_gradients`.
+            likelihood: As for ``SingleTaskGP``.
+            covar_module: As for ``SingleTaskGP``.
+            mean_module: As for ``SingleTaskGP``.
+            outcome_transform: As for ``SingleTaskGP``; fitted on the subset.
+            input_transform: As for ``SingleTaskGP``.
+        """
+        check_training_data(type(self).__name__, train_X, train_Y, train_Yvar)
+        n = train_X.shape[0]
+        if subset_size is not None and subset_size <= num_initial + num_newest:
+            raise InputDataError(
+                f"subset_size ({subset_size}) must exceed num_initial + num_newest "
+                f"({num_initial} + {num_newest}), or no observation is chosen."
+            )
+        if num_initial < 0 or num_newest < 0:
+            raise InputDataError("num_initial and num_newest must be non-negative.")
+        self.full_train_X = train_X
+        self.full_train_Y = train_Y
+        self.full_train_Yvar = train_Yvar
+        self.subset_size = subset_size
+        self.num_initial = num_initial
+        self.num_newest = num_newest
+        self.subset_rule = (
+            GradientDiversitySubset() if subset_rule is None else subset_rule
+        )
+        self.gradient = feature_residual_gradients if gradient is None else gradient
+        if self.is_subset:
+            # Rules that read the fitted model start from a random subset.
+            rule = self.subset_rule
+            if rule.depends_on_fit:
+                rule = RandomSubset(generator=rule.generator)
+            index = self._run_rule(rule, gradients=None, kernel=None)
+        else:
+            index = torch.arange(n, device=train_X.device)
+        self.subset_indices = index
+        super().__init__(
+            train_X=train_X[index],
+            train_Y=train_Y[index],
+            train_Yvar=None if train_Yvar is None else train_Yvar[index],
+            likelihood=likelihood,
+            covar_module=covar_module,
+            mean_module=mean_module,
+            outcome_transform=outcome_transform,
+            input_transform=input_transform,
+        )
+
+    @property
+    def is_subset(self) -> bool:
+        r"""Whether the GP is fitted on fewer than all observations."""
+        size = self.subset_size
+        return size is not None and size < self.full_train_X.shape[0]
+
+    @property
+    def forced_indices(self) -> Tensor:
+        r"""Indices of the observations every subset contains."""
+        n = self.full_train_X.shape[0]
+        device = self.full_train_X.device
+        initial = torch.arange(min(self.num_initial, n), device=device)
+        newest = torch.arange(max(n - self.num_newest, 0), n, device=device)
+        return torch.cat([initial, newest[newest >= initial.numel()]])
+
+    def _run_rule(
+        self, rule: SubsetRule, gradients: Tensor | None, kernel: Kernel | None
+    ) -> Tensor:
+        X = self.full_train_X
+        if kernel is not None and hasattr(self, "input_transform"):
+            with torch.no_grad():
+                X = self.input_transform.preprocess_transform(X)
+        return rule.select(
+            num_points=self.full_train_X.shape[0],
+            size=self.subset_size,
+            forced=self.forced_indices,
+            gradients=gradients,
+            X=X,
+            kernel=kernel,
+        )
+
+    def full_gradients(self) -> Tensor:
+        r"""The gradient function on all ``N`` observations, at the current fit.
+
+        Returns:
+            A ``N x p`` tensor.
+        """
+        self.eval()
+        X = self.transform_inputs(self.full_train_X)
+        Y, Yvar = self.full_train_Y, self.full_train_Yvar
+        if hasattr(self, "outcome_transform"):
+            Y, Yvar = self.outcome_transform(Y, Yvar, X=X)
+        if Yvar is None:
+            noise = self.likelihood.noise.reshape(-1)[:1].expand(Y.shape[0])
+        else:
+            noise = Yvar.squeeze(-1)
+        return self.gradient(self, X, Y.squeeze(-1), noise)
+
+    def select_subset(self) -> Tensor:
+        r"""Re-run the rule at the current hyperparameters and switch to its subset.
+
+        The outcome transform is refitted on the new subset, as ``SingleTaskGP``
+        would be on that data.
+
+        Returns:
+            The new subset, as indices into :attr:`full_train_X`.
+        """
+        if not self.is_subset:
+            return self.subset_indices
+        gradients = self.full_gradients() if self.subset_rule.uses_gradients else None
+        index = self._run_rule(self.subset_rule, gradients, self.covar_module)
+        self._set_subset(index)
+        return index
+
+    def _set_subset(self, index: Tensor) -> None:
+        X = self.full_train_X[index]
+        Y = self.full_train_Y[index]
+        Yvar = None if self.full_train_Yvar is None else self.full_train_Yvar[index]
+        self.train()  # raw inputs are kept in train mode, transformed in eval
+        if hasattr(self, "outcome_transform"):
+            transformed_X = self.transform_inputs(X)
+            Y, Yvar = self.outcome_transform(Y, Yvar, X=transformed_X)
+        self.set_train_data(inputs=X, targets=Y.squeeze(-1), strict=False)
+        if isinstance(self.likelihood, FixedNoiseGaussianLikelihood):
+            self.likelihood.noise = Yvar.squeeze(-1)
+        self.subset_indices = index
+
+    def custom_fit(
+        self,
+        mll: MarginalLogLikelihood,
+        closure: Callable | None = None,
+        closure_kwargs: dict[str, Any] | None = None,
+        optimizer_kwargs: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> MarginalLogLikelihood:
+        r"""Fit, re-select the subset with the fitted gradients, fit again.
+
+        Called by ``fit_gpytorch_mll``; each fit is BoTorch's own routine (L-BFGS-B
+        with retries), the later ones starting from the previous hyperparameters.
+
+        Args:
+            mll: The marginal log likelihood whose model is ``self``.
+            closure: Passed to BoTorch's fitting routine.
+            closure_kwargs: Passed to BoTorch's fitting routine.
+            optimizer_kwargs: Passed to BoTorch's fitting routine.
+            kwargs: Passed to BoTorch's fitting routine (e.g. ``optimizer``).
+
+        Returns:
+            The fitted ``mll``, in eval mode on success.
+        """
+        adaptive = self.is_subset and self.subset_rule.depends_on_fit
+        rounds = max(1, self.fit_rounds) if adaptive else 1
+        for i in range(rounds):
+            if i > 0:
+                self.select_subset()
+            mll = _fit_fallback(
+                mll=mll,
+                closure=closure,
+                closure_kwargs=closure_kwargs,
+                optimizer_kwargs=optimizer_kwargs,
+                **kwargs,
+            )
+        return mll
+
+    def _apply(self, fn: Callable[[Tensor], Tensor], *args: Any, **kwargs: Any):
+        super()._apply(fn, *args, **kwargs)
+        for name in ("full_train_X", "full_train_Y", "full_train_Yvar"):
+            value = getattr(self, name, None)
+            if value is not None:
+                setattr(self, name, fn(value))
+        if getattr(self, "subset_indices", None) is not None:
+            self.subset_indices = self.subset_indices.to(self.full_train_X.device)
+        return self
+
+    @classmethod
+    def construct_inputs(
+        cls,
+        training_data: SupervisedDataset,
+        subset_size: int | None = 100,
+        num_initial: int = 0,
+        num_newest: int = 1,
+        subset_rule: SubsetRule | None = None,
+        gradient: GradientFunction | None = None,
+        **kwargs: Any,
+    ) -> dict[str, Any]:
+        r"""Constructor arguments from a dataset (the hook Ax calls).
+
+        Args:
+            training_data: A ``SupervisedDataset``.
+            subset_size: The ``subset_size`` constructor argument.
+            num_initial: The ``num_initial`` constructor argument.
+            num_newest: The ``num_newest`` constructor argument.
+            subset_rule: The ``subset_rule`` constructor argument.
+            gradient: The ``gradient`` constructor argument.
+            kwargs: Other options Ax passes (``categorical_features`` and the like);
+                empty ones are ignored, others are not supported.
+
+        Returns:
+            A dict of keyword arguments for ``GradientSubsetGP``.
+        """
+        unsupported = {k: v for k, v in kwargs.items() if v not in (None, [], {}, ())}
+        if unsupported:
+            raise UnsupportedError(
+                f"{cls.__name__} does not support the options {sorted(unsupported)}."
+            )
+        inputs = super().construct_inputs(training_data=training_data)
+        inputs.update(
+            subset_size=subset_size,
+            num_initial=num_initial,
+            num_newest=num_newest,
+            subset_rule=subset_rule,
+            gradient=gradient,
+        )
+        return inputs

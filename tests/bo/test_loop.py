@@ -1,0 +1,91 @@
+import pytest
+import torch
+from botorch.exceptions.errors import InputDataError
+from botorch.test_functions import Branin, Hartmann
+
+from botorch_sketch import GradientSubsetGP, NystromGP, RandomSubset
+from botorch_sketch.bo import (
+    CountTrigger,
+    ModelSpec,
+    TimeTrigger,
+    plot_bo_traces,
+    run_bo,
+)
+
+FAST = {"num_restarts": 2, "raw_samples": 32, "progress": False}
+
+
+def test_trace_bookkeeping_and_repeatability():
+    f = Branin(negate=True)
+    a = run_bo(f, ModelSpec("exact"), iterations=4, num_initial=5, seed=1, **FAST)
+    b = run_bo(f, ModelSpec("exact"), iterations=4, num_initial=5, seed=1, **FAST)
+    assert a.num_iterations == 4 and len(a.values) == 4
+    assert torch.equal(torch.cat(a.X), torch.cat(b.X))
+    regret = a.simple_regret
+    assert (regret >= -1e-9).all() and (regret.diff() <= 1e-12).all()
+    assert torch.allclose(
+        a.cumulative_regret,
+        (a.optimal_value - torch.tensor(a.values, dtype=torch.double)).cumsum(0),
+    )
+    assert a.train_size == [5, 6, 7, 8]
+    assert (a.cumulative_time.diff() > 0).all()
+
+
+@pytest.mark.parametrize("acquisition", ["ucb", "logei", "qlognei"])
+def test_acquisitions_with_batches(acquisition):
+    f = Branin(negate=True)
+    spec = ModelSpec("exact")
+    trace = run_bo(
+        f, spec, iterations=2, num_initial=4, q=2, acquisition=acquisition, **FAST
+    )
+    assert len(trace.values) == 4 and trace.train_size == [4, 6]
+    assert trace.simple_regret.shape == (2,)
+
+
+def test_subset_model_switches_at_the_trigger_and_stays_at_m():
+    f = Hartmann(dim=3, negate=True)
+    spec = ModelSpec(
+        "gss",
+        GradientSubsetGP,
+        {"subset_rule": RandomSubset()},
+        trigger=CountTrigger(10),
+    )
+    trace = run_bo(f, spec, iterations=6, num_initial=6, q=2, **FAST)
+    # 6, 8, 10 observations are fitted whole; from 12 on, 10 of them.
+    assert trace.train_size == [6, 8, 10, 10, 10, 10]
+
+
+def test_runs_project_models():
+    f = Hartmann(dim=3, negate=True)
+    spec = ModelSpec("nystrom", NystromGP)
+    trace = run_bo(f, spec, iterations=2, num_initial=8, **FAST)
+    assert trace.num_iterations == 2
+
+
+def test_time_trigger_fires_once_at_the_factor():
+    trigger = TimeTrigger(factor=4.0, warmup=2)
+    for n, seconds in [(10, 1.0), (11, 1.0), (12, 3.9), (13, 4.5), (14, 100.0)]:
+        assert trigger.subset_size(n) is None or n > 13
+        trigger.observe(n, seconds)
+    assert trigger.subset_size(20) == 13
+    with pytest.raises(ValueError):
+        TimeTrigger(factor=1.0)
+
+
+def test_count_trigger():
+    trigger = CountTrigger(50, switch_at=80)
+    assert trigger.subset_size(80) is None and trigger.subset_size(81) == 50
+    with pytest.raises(ValueError, match="switch_at"):
+        CountTrigger(50, switch_at=10)
+
+
+def test_bad_arguments_and_plot(tmp_path):
+    f = Branin(negate=True)
+    with pytest.raises(InputDataError, match="acquisition"):
+        run_bo(f, ModelSpec("x"), iterations=1, num_initial=3, acquisition="pi", **FAST)
+    with pytest.raises(InputDataError, match="num_initial"):
+        run_bo(f, ModelSpec("x"), iterations=1, num_initial=0, **FAST)
+    trace = run_bo(f, ModelSpec("x"), iterations=2, num_initial=3, **FAST)
+    path = tmp_path / "bo.png"
+    plot_bo_traces({"x": [trace, trace]}, str(path), title="Branin")
+    assert path.stat().st_size > 1000

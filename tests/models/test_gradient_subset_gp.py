@@ -1,0 +1,202 @@
+import inspect
+
+import pytest
+import torch
+from botorch.acquisition import qKnowledgeGradient, qLogNoisyExpectedImprovement
+from botorch.exceptions.errors import InputDataError, UnsupportedError
+from botorch.fit import fit_gpytorch_mll
+from botorch.models import SingleTaskGP
+from botorch.sampling import SobolQMCNormalSampler
+from botorch.sampling.pathwise import draw_matheron_paths
+from botorch.test_functions import Hartmann
+from botorch.utils.datasets import SupervisedDataset
+from gpytorch.mlls import ExactMarginalLogLikelihood
+
+from botorch_sketch import GradientSubsetGP, RandomSubset
+from botorch_sketch.models.gradient_subset_gp import (
+    feature_residual_gradients,
+    scalar_residual_gradients,
+)
+from botorch_sketch.sketching.kernels import kernel_matrix
+from botorch_sketch.sketching.subset import GradientDiversitySubset
+
+
+def _data(n=120, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    f = Hartmann(dim=3, negate=True)
+    X = torch.rand(n, 3, generator=g, dtype=torch.double)
+    Y = f(X).unsqueeze(-1) + 0.05 * torch.randn(n, 1, generator=g, dtype=torch.double)
+    return X, Y
+
+
+def _fit(model):
+    fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))
+    return model
+
+
+def _model(X, Y, seed=0, **kw):
+    kw.setdefault("subset_size", 40)
+    kw.setdefault("num_initial", 10)
+    kw.setdefault("num_newest", 2)
+    rule = GradientDiversitySubset(generator=torch.Generator().manual_seed(seed))
+    kw.setdefault("subset_rule", rule)
+    return GradientSubsetGP(X, Y, **kw)
+
+
+def _as_single_task_gp(model):
+    index = model.subset_indices
+    X, Y = model.full_train_X[index], model.full_train_Y[index]
+    Yvar = None if model.full_train_Yvar is None else model.full_train_Yvar[index]
+    ref = SingleTaskGP(X, Y, Yvar)
+    ref.load_state_dict(model.state_dict())
+    return ref.eval()
+
+
+def test_is_exactly_a_single_task_gp_on_its_subset():
+    X, Y = _data()
+    model = _fit(_model(X, Y)).eval()
+    assert model.train_inputs[0].shape == (40, 3)
+    ref = _as_single_task_gp(model)
+    Xt = torch.rand(25, 3, dtype=torch.double)
+    a, b = model.posterior(Xt), ref.posterior(Xt)
+    assert torch.allclose(a.mean, b.mean, atol=1e-10)
+    assert torch.allclose(a.variance, b.variance, atol=1e-10)
+
+
+def test_small_data_is_single_task_gp_on_everything():
+    X, Y = _data(n=30)
+    model = _fit(_model(X, Y))
+    assert torch.equal(model.subset_indices, torch.arange(30))
+    assert torch.equal(model.train_inputs[0], X)
+
+
+def test_forced_points_are_always_in_the_subset_and_fit_reselects():
+    X, Y = _data()
+    model = _model(X, Y)
+    before = model.subset_indices.clone()
+    _fit(model)
+    chosen = set(model.subset_indices.tolist())
+    assert set(range(10)) <= chosen and {118, 119} <= chosen
+    assert len(chosen) == 40
+    # The gradient rule ran after the first fit: the subset is not the random
+    # one the model was built with.
+    assert chosen != set(before.tolist())
+
+
+def test_selection_is_deterministic_under_a_seed():
+    X, Y = _data()
+    a = _fit(_model(X, Y, seed=3)).subset_indices
+    b = _fit(_model(X, Y, seed=3)).subset_indices
+    c = _fit(_model(X, Y, seed=4)).subset_indices
+    assert torch.equal(a, b)
+    assert set(a.tolist()) != set(c.tolist())
+
+
+def test_feature_gradients_have_kernel_geometry_and_residual_signs():
+    # On the subset, z(x_i)^T z(x_j) = k(x_i, x_j), so the gradient Gram matrix
+    # is r r^T * K_UU: cosines combine closeness and residual signs.
+    X, Y = _data()
+    model = _fit(_model(X, Y)).eval()
+    G = model.full_gradients()
+    r = scalar_residual_gradients(model, *_transformed(model), _noise(model)).squeeze(
+        -1
+    )
+    index = model.subset_indices
+    K = kernel_matrix(model.covar_module, model.train_inputs[0]).detach()
+    gram = G[index] @ G[index].T
+    assert torch.allclose(gram, r[index, None] * r[None, index] * K, atol=1e-6)
+    assert G.shape[0] == 120
+
+
+def _transformed(model):
+    X = model.transform_inputs(model.full_train_X)
+    Y, _ = model.outcome_transform(model.full_train_Y)
+    return X, Y.squeeze(-1)
+
+
+def _noise(model):
+    return model.likelihood.noise.reshape(-1)[:1].expand(model.full_train_X.shape[0])
+
+
+def test_residuals_match_the_posterior_predictive():
+    X, Y = _data()
+    model = _fit(_model(X, Y)).eval()
+    post = model.posterior(X, observation_noise=True)
+    scale = model.outcome_transform.stdvs.squeeze()
+    expected = -(Y - post.mean).squeeze(-1) / post.variance.squeeze(-1) * scale
+    r = scalar_residual_gradients(model, *_transformed(model), _noise(model))
+    assert torch.allclose(r.squeeze(-1), expected.detach(), rtol=1e-6, atol=1e-8)
+
+
+def test_random_rule_runs_once_and_skips_the_second_fit():
+    X, Y = _data()
+    rule = RandomSubset(generator=torch.Generator().manual_seed(0))
+    model = _model(X, Y, subset_rule=rule)
+    before = model.subset_indices.clone()
+    _fit(model)
+    assert torch.equal(model.subset_indices, before)
+
+
+def test_fixed_noise_follows_the_subset():
+    X, Y = _data()
+    Yvar = torch.full_like(Y, 0.01)
+    model = _fit(_model(X, Y, train_Yvar=Yvar)).eval()
+    assert model.likelihood.noise.shape == (40,)
+    ref = _as_single_task_gp(model)
+    Xt = torch.rand(5, 3, dtype=torch.double)
+    assert torch.allclose(model.posterior(Xt).mean, ref.posterior(Xt).mean)
+
+
+def test_fantasize_knowledge_gradient_pathwise_and_cached_nei():
+    X, Y = _data()
+    model = _fit(_model(X, Y)).eval()
+    Xt = torch.rand(4, 1, 3, dtype=torch.double)
+    sampler = SobolQMCNormalSampler(sample_shape=torch.Size([3]))
+    fantasy = model.fantasize(torch.rand(2, 3, dtype=torch.double), sampler)
+    assert fantasy.train_inputs[0].shape == (3, 42, 3)
+    kg = qKnowledgeGradient(model, num_fantasies=4)
+    values = kg(torch.rand(2, 1 + 4, 3, dtype=torch.double))
+    assert values.shape == (2,) and torch.isfinite(values).all()
+    paths = draw_matheron_paths(model, sample_shape=torch.Size([5]))
+    assert paths(Xt.squeeze(1)).shape == (5, 4)
+    nei = qLogNoisyExpectedImprovement(model, X_baseline=X)
+    assert nei._cache_root
+    assert torch.isfinite(nei(Xt)).all()
+
+
+def test_bad_input_names_the_problem():
+    X, Y = _data()
+    with pytest.raises(InputDataError, match="subset_size"):
+        GradientSubsetGP(X, Y, subset_size=12, num_initial=10, num_newest=2)
+    with pytest.raises(UnsupportedError, match="batched"):
+        GradientSubsetGP(X.expand(2, -1, -1), Y.expand(2, -1, -1))
+    with pytest.raises(InputDataError, match="NaN"):
+        GradientSubsetGP(X, torch.full_like(Y, float("nan")))
+
+
+def test_constructor_and_construct_inputs_follow_ax_conventions():
+    parameters = inspect.signature(GradientSubsetGP.__init__).parameters.values()
+    assert all(p.kind is p.POSITIONAL_OR_KEYWORD for p in list(parameters)[1:])
+    X, Y = _data()
+    dataset = SupervisedDataset(
+        X, Y, feature_names=["a", "b", "c"], outcome_names=["y"]
+    )
+    inputs = GradientSubsetGP.construct_inputs(
+        dataset, subset_size=50, num_initial=5, categorical_features=[]
+    )
+    model = GradientSubsetGP(**inputs)
+    assert model.train_inputs[0].shape == (50, 3)
+    with pytest.raises(UnsupportedError, match="task_feature"):
+        GradientSubsetGP.construct_inputs(dataset, task_feature=0)
+
+
+def test_gradient_function_is_pluggable():
+    X, Y = _data()
+    calls = []
+
+    def gradient(model, X, Y, noise):
+        calls.append(X.shape)
+        return feature_residual_gradients(model, X, Y, noise)
+
+    _fit(_model(X, Y, gradient=gradient))
+    assert calls == [torch.Size([120, 3])]
