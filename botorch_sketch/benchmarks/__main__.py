@@ -18,6 +18,7 @@ import torch
 from botorch_sketch.benchmarks import (
     bandits,
     contextual,
+    gssbo,
     inference,
     linear,
     scale,
@@ -55,6 +56,11 @@ def _contextual(budget: str, stem: str) -> tuple[str, list[str]]:
     return contextual.render(rows, machine()), contextual.plot(traces, stem)
 
 
+def _gssbo(budget: str, stem: str) -> tuple[str, list[str]]:
+    rows = gssbo.run(budget)
+    return gssbo.render(rows, machine()), gssbo.plot(rows, stem)
+
+
 def _scale(budget: str, stem: str) -> tuple[str, list[str]]:
     return scale.render(scale.run(budget), machine()), []
 
@@ -69,6 +75,7 @@ BENCHMARKS: dict[str, tuple[str, Callable[[str, str], tuple[str, list[str]]]]] =
     "bandits": ("BKB against exact GP-UCB", _bandits),
     "linear": ("fLinUCB-GD against LinUCB", _linear),
     "contextual": ("EK-UCB against KernelUCB, CBKB and CBBKB", _contextual),
+    "gssbo": ("GSSBO against the full SingleTaskGP and a random subset", _gssbo),
     "scale": ("NystromGP up to a million observations", _scale),
     "throughput": ("The posterior over many candidates against matmul", _throughput),
 }

@@ -186,9 +186,21 @@ def _build(
     return spec.model_class(X, Y, **options)
 
 
-def _fit(model: Model) -> None:
-    if isinstance(model, GP) and hasattr(model, "likelihood"):
-        fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))
+def _fit(model: Model, previous: Model | None, fit_kwargs: dict[str, Any]) -> None:
+    if not (isinstance(model, GP) and hasattr(model, "likelihood")):
+        return  # e.g. SGD models, which fit as they are built
+    if previous is not None:
+        # Start from the previous iteration's hyperparameters: parameters only,
+        # since transforms and data-sized buffers belong to the new data.
+        state = dict(previous.named_parameters())
+        current = dict(model.named_parameters())
+        same = {
+            k: v
+            for k, v in state.items()
+            if k in current and current[k].shape == v.shape
+        }
+        model.load_state_dict(same, strict=False)
+    fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model), **fit_kwargs)
 
 
 def run_bo(
@@ -202,6 +214,8 @@ def run_bo(
     seed: int = 0,
     num_restarts: int = 4,
     raw_samples: int = 256,
+    warm_start: bool = False,
+    fit_kwargs: dict[str, Any] | None = None,
     progress: bool = True,
 ) -> BOTrace:
     r"""Run BO on a test function with one model.
@@ -222,6 +236,10 @@ def run_bo(
         seed: Seeds the design, the acquisition optimiser and random rules.
         num_restarts: ``optimize_acqf``'s restarts.
         raw_samples: ``optimize_acqf``'s raw samples.
+        warm_start: Start each fit from the previous model's hyperparameters
+            (BoTorch's loops start from the priors' initial values).
+        fit_kwargs: Passed to ``fit_gpytorch_mll`` (e.g. ``max_attempts=1`` and
+            ``optimizer_kwargs={"options": {"maxiter": 100}}`` for long runs).
         progress: Show a progress bar.
 
     Returns:
@@ -250,10 +268,12 @@ def run_bo(
         bar = tqdm(
             range(iterations), desc=f"{spec.name} {trace.problem}", disable=not progress
         )
+        model = None
         for _ in bar:
             start = time.perf_counter()
+            previous = model if warm_start else None
             model = _build(spec, trigger, X, Y, num_initial, q)
-            _fit(model)
+            _fit(model, previous, fit_kwargs or {})
             fitted = time.perf_counter()
             acqf = make_acquisition(acquisition, model, X, Y, q, beta)
             candidate, _ = optimize_acqf(

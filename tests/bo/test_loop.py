@@ -89,3 +89,25 @@ def test_bad_arguments_and_plot(tmp_path):
     path = tmp_path / "bo.png"
     plot_bo_traces({"x": [trace, trace]}, str(path), title="Branin")
     assert path.stat().st_size > 1000
+
+
+def test_warm_start_loads_the_previous_hyperparameters(monkeypatch):
+    from botorch_sketch.bo import loop
+
+    seen = []
+    real = loop.fit_gpytorch_mll
+
+    def recording(mll, **kwargs):
+        seen.append(mll.model.covar_module.lengthscale.detach().clone())
+        out = real(mll, **kwargs)
+        seen.append(mll.model.covar_module.lengthscale.detach().clone())
+        return out
+
+    monkeypatch.setattr(loop, "fit_gpytorch_mll", recording)
+    f = Branin(negate=True)
+    run_bo(f, ModelSpec("x"), iterations=3, num_initial=5, warm_start=True, **FAST)
+    # Each fit starts where the previous one ended.
+    assert torch.equal(seen[2], seen[1]) and torch.equal(seen[4], seen[3])
+    seen.clear()
+    run_bo(f, ModelSpec("x"), iterations=2, num_initial=5, **FAST)
+    assert not torch.equal(seen[2], seen[1])

@@ -1,0 +1,31 @@
+from botorch_sketch.benchmarks import gssbo
+
+
+def test_gssbo_benchmark_runs_and_reports_ratios(monkeypatch, tmp_path):
+    tiny = gssbo.Budget(
+        ["Hartmann-6"],
+        5,
+        [0],
+        subset_size=8,
+        num_initial=5,
+        maxiter=20,
+        num_restarts=2,
+        raw_samples=32,
+    )
+    monkeypatch.setitem(gssbo.BUDGETS, "tiny", tiny)
+    rows = gssbo.run("tiny")
+    assert [r.method for r in rows] == [gssbo.FULL, gssbo.GSS, gssbo.RANDOM]
+    full, gss, rand = rows
+    # The subset methods fit on 8 of the observations after the switch.
+    assert full.traces[0].train_size == [5, 6, 7, 8, 9]
+    assert gss.traces[0].train_size == [5, 6, 7, 8, 8]
+    assert rand.traces[0].train_size == [5, 6, 7, 8, 8]
+    text = gssbo.render(rows, "test machine")
+    line = next(
+        x for x in text.splitlines() if x.startswith(f"| Hartmann-6 | {gssbo.RANDOM}")
+    )
+    # RSSBO against itself.
+    assert line.split("|")[6].strip() in ("1.000", "1 (both 0)")
+    assert "test machine" in text and gssbo.FULL not in text.split("Absolute")[0]
+    paths = gssbo.plot(rows, str(tmp_path / "g"))
+    assert len(paths) == 1 and (tmp_path / "g-Hartmann-6.png").stat().st_size > 0
