@@ -1,0 +1,241 @@
+#!/usr/bin/env python3
+r"""Ax generation strategies that use this package's models.
+
+``ax.api.Client`` takes a custom model through a ``GenerationStrategy``: Sobol
+trials first, then Ax's modular BoTorch generator (``Generators.BOTORCH_MODULAR``)
+with a ``ModelConfig`` naming the model class. :func:`sketch_generation_strategy`
+builds one for :class:`~botorch_sketch.models.NystromGP` (or another class of this
+package), and :func:`default_generation_strategy` the same strategy with Ax's
+default model, for side-by-side comparisons.
+
+Both register this package's models and acquisition functions with Ax's JSON
+storage, so ``Client.save_to_json_file`` and ``Client.load_from_json_file`` work;
+importing this module does the same, so a process that loads a saved client only
+has to import it first. Model and acquisition options must then be JSON values
+(numbers, strings, lists, dicts), not objects such as inducing selectors.
+
+Example:
+    >>> from ax.api.client import Client
+    >>> client = Client()
+    >>> client.configure_experiment(parameters=[...])
+    >>> client.configure_optimization(objective="-loss")
+    >>> client.set_generation_strategy(sketch_generation_strategy(num_initial=8))
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from botorch.acquisition.acquisition import AcquisitionFunction
+from botorch.models.model import Model
+
+try:
+    from ax.adapter.registry import Generators
+    from ax.generation_strategy.generation_node import GenerationStep
+    from ax.generation_strategy.generation_strategy import GenerationStrategy
+    from ax.generators.torch.botorch_modular.surrogate import SurrogateSpec
+    from ax.generators.torch.botorch_modular.utils import ModelConfig
+    from ax.storage.botorch_modular_registry import (
+        register_acquisition_function,
+        register_model,
+    )
+except ImportError as e:  # pragma: no cover - exercised in a subprocess
+    raise ImportError(
+        "botorch_sketch.integrations.ax needs Ax: pip install botorch-sketch[ax]"
+    ) from e
+
+from botorch_sketch.acquisition import (
+    BKBUpperConfidenceBound,
+    qBKBUpperConfidenceBound,
+)
+from botorch_sketch.models import NystromGP
+
+__all__ = [
+    "default_generation_strategy",
+    "register_with_ax",
+    "sketch_generation_strategy",
+]
+
+
+def register_with_ax(*classes: type[Model] | type[AcquisitionFunction]) -> None:
+    r"""Register model and acquisition-function classes with Ax's JSON storage.
+
+    Ax encodes the classes of a generation strategy by name, from a registry;
+    classes missing from it cannot be saved. This package's own classes are
+    registered when this module is imported.
+
+    Args:
+        classes: BoTorch ``Model`` or ``AcquisitionFunction`` subclasses.
+    """
+    for cls in classes:
+        if isinstance(cls, type) and issubclass(cls, Model):
+            register_model(cls)
+        elif isinstance(cls, type) and issubclass(cls, AcquisitionFunction):
+            register_acquisition_function(cls)
+        else:
+            raise ValueError(
+                "register_with_ax takes BoTorch Model or AcquisitionFunction "
+                f"classes; got {cls!r}."
+            )
+
+
+register_with_ax(NystromGP, BKBUpperConfidenceBound, qBKBUpperConfidenceBound)
+
+
+def _generation_strategy(
+    name: str,
+    num_initial: int,
+    surrogate_spec: SurrogateSpec | None,
+    botorch_acqf_class: type[AcquisitionFunction] | None,
+    botorch_acqf_options: dict[str, Any] | None,
+    optimizer_options: dict[str, Any] | None,
+    torch_device: str | torch.device | None,
+    seed: int | None,
+) -> GenerationStrategy:
+    if not isinstance(num_initial, int) or num_initial < 1:
+        raise ValueError(f"num_initial must be a positive integer, got {num_initial}.")
+    if botorch_acqf_class is not None:
+        if not (
+            isinstance(botorch_acqf_class, type)
+            and issubclass(botorch_acqf_class, AcquisitionFunction)
+        ):
+            raise ValueError(
+                "botorch_acqf_class must be a BoTorch AcquisitionFunction class, got "
+                f"{botorch_acqf_class!r}."
+            )
+        register_with_ax(botorch_acqf_class)
+    elif botorch_acqf_options:
+        raise ValueError("botorch_acqf_options need a botorch_acqf_class.")
+    generator_kwargs: dict[str, Any] = {}
+    if surrogate_spec is not None:
+        generator_kwargs["surrogate_spec"] = surrogate_spec
+    if botorch_acqf_class is not None:
+        generator_kwargs["botorch_acqf_class"] = botorch_acqf_class
+        generator_kwargs["botorch_acqf_options"] = dict(botorch_acqf_options or {})
+    if optimizer_options:
+        # The adapter merges these into every ``gen`` call's options, which hand
+        # ``optimizer_kwargs`` to ``optimize_acqf`` (num_restarts, raw_samples, ...).
+        generator_kwargs["default_model_gen_options"] = {
+            "optimizer_kwargs": dict(optimizer_options)
+        }
+    if torch_device is not None:
+        generator_kwargs["torch_device"] = torch.device(torch_device)
+    # As Ax's own dispatch: leave Sobol once ``num_initial`` trials are generated
+    # and at least half of them observed; never propose an arm twice.
+    return GenerationStrategy(
+        name=name,
+        nodes=[
+            GenerationStep(
+                generator=Generators.SOBOL,
+                num_trials=num_initial,
+                min_trials_observed=max(1, num_initial // 2),
+                generator_kwargs={"seed": seed},
+                should_deduplicate=True,
+            ),
+            GenerationStep(
+                generator=Generators.BOTORCH_MODULAR,
+                num_trials=-1,
+                generator_kwargs=generator_kwargs,
+                should_deduplicate=True,
+            ),
+        ],
+    )
+
+
+def sketch_generation_strategy(
+    model_class: type[Model] = NystromGP,
+    model_options: dict[str, Any] | None = None,
+    num_initial: int = 5,
+    botorch_acqf_class: type[AcquisitionFunction] | None = None,
+    botorch_acqf_options: dict[str, Any] | None = None,
+    optimizer_options: dict[str, Any] | None = None,
+    torch_device: str | torch.device | None = None,
+    seed: int | None = None,
+    name: str | None = None,
+) -> GenerationStrategy:
+    r"""Sobol trials, then Bayesian optimisation with one of this package's models.
+
+    Args:
+        model_class: The BoTorch model class (``NystromGP`` by default). It must
+            accept Ax's constructor arguments (``train_X``, ``train_Y``,
+            ``train_Yvar``, ``input_transform``, ``outcome_transform``) and
+            ``construct_inputs(training_data, **model_options)``.
+        model_options: Keyword arguments for ``model_class.construct_inputs``,
+            e.g. ``{"inducing": GreedyVarianceSelector(64)}`` for ``NystromGP``. A
+            client whose options are not JSON values cannot be saved.
+        num_initial: The number of Sobol trials.
+        botorch_acqf_class: A BoTorch acquisition function class, e.g.
+            :class:`~botorch_sketch.acquisition.BKBUpperConfidenceBound`; None for
+            Ax's choice (``qLogNoisyExpectedImprovement`` for one objective).
+        botorch_acqf_options: Keyword arguments for the acquisition function's
+            input constructor (e.g. ``{"rkhs_norm": 2.0}``; Ax's
+            ``botorch_acqf_options``).
+        optimizer_options: Keyword arguments for ``optimize_acqf``, e.g.
+            ``{"num_restarts": 4, "raw_samples": 128}``.
+        torch_device: The device of the model, e.g. ``"cuda"``.
+        seed: The seed of the Sobol sequence.
+        name: The name of the strategy; defaults to ``"Sobol+<model class>"``.
+
+    Returns:
+        A ``GenerationStrategy`` for ``Client.set_generation_strategy``.
+    """
+    if not (isinstance(model_class, type) and issubclass(model_class, Model)):
+        raise ValueError(
+            f"model_class must be a BoTorch Model class, got {model_class!r}."
+        )
+    register_with_ax(model_class)
+    config = ModelConfig(
+        botorch_model_class=model_class,
+        model_options=dict(model_options or {}),
+        name=model_class.__name__,
+    )
+    return _generation_strategy(
+        name=name or f"Sobol+{model_class.__name__}",
+        num_initial=num_initial,
+        surrogate_spec=SurrogateSpec(model_configs=[config]),
+        botorch_acqf_class=botorch_acqf_class,
+        botorch_acqf_options=botorch_acqf_options,
+        optimizer_options=optimizer_options,
+        torch_device=torch_device,
+        seed=seed,
+    )
+
+
+def default_generation_strategy(
+    num_initial: int = 5,
+    botorch_acqf_class: type[AcquisitionFunction] | None = None,
+    botorch_acqf_options: dict[str, Any] | None = None,
+    optimizer_options: dict[str, Any] | None = None,
+    torch_device: str | torch.device | None = None,
+    seed: int | None = None,
+    name: str | None = None,
+) -> GenerationStrategy:
+    r"""The same strategy as :func:`sketch_generation_strategy` with Ax's default model.
+
+    Ax's modular BoTorch generator without a surrogate specification: an exact
+    ``SingleTaskGP`` (``O(n^3)`` per fit), for comparisons.
+
+    Args:
+        num_initial: The number of Sobol trials.
+        botorch_acqf_class: A BoTorch acquisition function class; None for Ax's
+            choice.
+        botorch_acqf_options: Keyword arguments for its input constructor.
+        optimizer_options: Keyword arguments for ``optimize_acqf``.
+        torch_device: The device of the model.
+        seed: The seed of the Sobol sequence.
+        name: The name of the strategy; defaults to ``"Sobol+AxDefault"``.
+
+    Returns:
+        A ``GenerationStrategy`` for ``Client.set_generation_strategy``.
+    """
+    return _generation_strategy(
+        name=name or "Sobol+AxDefault",
+        num_initial=num_initial,
+        surrogate_spec=None,
+        botorch_acqf_class=botorch_acqf_class,
+        botorch_acqf_options=botorch_acqf_options,
+        optimizer_options=optimizer_options,
+        torch_device=torch_device,
+        seed=seed,
+    )

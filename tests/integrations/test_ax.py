@@ -1,0 +1,203 @@
+import logging
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+from botorch.models import SingleTaskGP
+from botorch.test_functions import Branin
+
+pytest.importorskip("ax")
+
+import ax.generators.torch.botorch_modular.acquisition as ax_acquisition  # noqa: E402
+from ax.api.client import Client  # noqa: E402
+from ax.api.configs import RangeParameterConfig  # noqa: E402
+
+from botorch_sketch.acquisition import (  # noqa: E402
+    BKBUpperConfidenceBound,
+    bkb_beta,
+    qBKBUpperConfidenceBound,
+)
+from botorch_sketch.integrations.ax import (  # noqa: E402
+    default_generation_strategy,
+    sketch_generation_strategy,
+)
+from botorch_sketch.models import NystromGP  # noqa: E402
+
+# More model classes of this package join this list.
+MODEL_CLASSES = [NystromGP]
+FAST = {"num_restarts": 2, "raw_samples": 64}
+BRANIN = Branin()
+
+
+@pytest.fixture(autouse=True)
+def quiet_ax_one_thread():
+    # Small models: one thread is many times faster than two on a busy machine.
+    logger = logging.getLogger("ax")
+    level, threads = logger.level, torch.get_num_threads()
+    logger.setLevel(logging.WARNING)
+    torch.set_num_threads(1)
+    yield
+    logger.setLevel(level)
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture
+def optimize_calls(monkeypatch):
+    # The keyword arguments of every optimize_acqf call Ax makes.
+    calls = []
+    original = ax_acquisition.optimize_acqf
+
+    def spy(*args, **kwargs):
+        calls.append(kwargs)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(ax_acquisition, "optimize_acqf", spy)
+    return calls
+
+
+def branin_client(generation_strategy, seed=0):
+    client = Client(random_seed=seed)
+    client.configure_experiment(
+        parameters=[
+            RangeParameterConfig(name="x0", parameter_type="float", bounds=(-5, 10)),
+            RangeParameterConfig(name="x1", parameter_type="float", bounds=(0, 15)),
+        ]
+    )
+    client.configure_optimization(objective="-branin")
+    client.set_generation_strategy(generation_strategy=generation_strategy)
+    return client
+
+
+def branin(p):
+    return float(BRANIN(torch.tensor([[p["x0"], p["x1"]]], dtype=torch.double)))
+
+
+def run_trials(client, n, batch=1):
+    values = {}
+    while len(values) < n:
+        trials = client.get_next_trials(max_trials=min(batch, n - len(values)))
+        assert trials, "the generation strategy proposed no trial"
+        for index, p in trials.items():
+            values[index] = branin(p)
+            client.complete_trial(trial_index=index, raw_data={"branin": values[index]})
+    return values
+
+
+def surrogate_model(client):
+    return client._generation_strategy.adapter.generator.surrogate.model
+
+
+def test_importing_the_package_does_not_import_ax_and_error_names_the_extra():
+    code = (
+        "import sys, botorch_sketch, botorch_sketch.integrations\n"
+        "assert 'ax' not in sys.modules, 'importing botorch_sketch imported ax'\n"
+        "sys.modules['ax'] = None\n"
+        "try:\n"
+        "    import botorch_sketch.integrations.ax\n"
+        "except ImportError as e:\n"
+        "    print(e)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env
+    )
+    assert out.returncode == 0, out.stderr
+    assert "pip install botorch-sketch[ax]" in out.stdout
+
+
+@pytest.mark.parametrize("model_class", MODEL_CLASSES)
+def test_client_experiment_uses_our_model_and_beats_sobol(model_class, tmp_path):
+    gs = sketch_generation_strategy(
+        model_class, num_initial=8, optimizer_options=FAST, seed=0
+    )
+    client = branin_client(gs)
+    values = run_trials(client, 30)
+    model = surrogate_model(client)
+    assert type(model) is model_class
+    assert model.train_X.shape[0] == 29  # the data before the last trial
+    statuses = {t.status.name for t in client._experiment.trials.values()}
+    assert statuses == {"COMPLETED"} and len(client._experiment.trials) == 30
+
+    # Sobol-only with the same seed and budget.
+    sobol = branin_client(default_generation_strategy(num_initial=30, seed=0))
+    sobol_best = min(run_trials(sobol, 30).values())
+    ours_best = min(values.values())
+    assert ours_best < sobol_best
+    assert ours_best < 0.398 + 0.3  # Branin's minimum is 0.397887
+
+    # Cross-validates the model, and names one of the completed trials.
+    params, prediction, index, _ = client.get_best_parameterization()
+    assert index in values
+    assert values[index] <= sorted(values.values())[5]
+    assert branin(params) == pytest.approx(values[index])
+
+    # A saved client loads and continues with the same model.
+    path = tmp_path / "client.json"
+    client.save_to_json_file(str(path))
+    loaded = Client.load_from_json_file(str(path))
+    (index,) = loaded.get_next_trials(max_trials=1)
+    assert index == 30
+    assert type(surrogate_model(loaded)) is model_class
+
+
+@pytest.mark.parametrize(
+    "acqf_class, batch", [(BKBUpperConfidenceBound, 1), (qBKBUpperConfidenceBound, 2)]
+)
+def test_bkb_acquisition_named_by_class(acqf_class, batch, optimize_calls):
+    gs = sketch_generation_strategy(
+        num_initial=6,
+        botorch_acqf_class=acqf_class,
+        botorch_acqf_options={"rkhs_norm": 0.5, "form": "authors"},
+        optimizer_options=FAST,
+        seed=1,
+    )
+    client = branin_client(gs)
+    values = run_trials(client, 12, batch=batch)
+    assert len(values) == 12
+    # Ax makes one single-arm trial per call, the others of a batch pending.
+    assert len(optimize_calls) == 12 - 6
+    acqf = optimize_calls[-1]["acq_function"]
+    pending = [getattr(c["acq_function"], "X_pending", None) for c in optimize_calls]
+    assert any(x is not None and x.shape[-2] == 1 for x in pending) == (batch > 1)
+    assert type(acqf) is acqf_class
+    model = surrogate_model(client)
+    assert isinstance(model, NystromGP)
+    # The options reached the input constructor: beta is BKB's for them.
+    expected = bkb_beta(model, form="authors", rkhs_norm=0.5)
+    assert float(acqf.beta) == pytest.approx(expected)
+    assert expected != pytest.approx(bkb_beta(model))
+    # Ax minimises -branin through a posterior transform with weight -1.
+    assert acqf.posterior_transform is not None
+    assert float(acqf.posterior_transform.weights) == -1.0
+
+
+def test_optimizer_options_reach_optimize_acqf(optimize_calls):
+    gs = sketch_generation_strategy(
+        num_initial=4, optimizer_options={"num_restarts": 3, "raw_samples": 32}
+    )
+    run_trials(branin_client(gs), 6)
+    assert len(optimize_calls) == 2
+    assert all(c["num_restarts"] == 3 for c in optimize_calls)
+    assert all(c["raw_samples"] == 32 for c in optimize_calls)
+
+
+def test_default_generation_strategy_uses_ax_default_model():
+    client = branin_client(default_generation_strategy(num_initial=4, seed=0))
+    run_trials(client, 6)
+    assert type(surrogate_model(client)) is SingleTaskGP
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"num_initial": 0}, "num_initial"),
+        ({"model_class": torch.nn.Linear}, "model_class"),
+        ({"botorch_acqf_class": NystromGP}, "botorch_acqf_class"),
+        ({"botorch_acqf_options": {"beta": 1.0}}, "botorch_acqf_class"),
+    ],
+)
+def test_bad_arguments(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        sketch_generation_strategy(**kwargs)
