@@ -1,0 +1,31 @@
+#!/usr/bin/env python3
+r"""The ``botorch-sketch`` command.
+
+Subcommands:
+    tune: tune a scikit-learn estimator through Ax (:mod:`botorch_sketch.tune`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def main(argv: list[str] | None = None) -> int:
+    r"""Parse the subcommand and run it; returns the exit status."""
+    from botorch_sketch.tune import cli as tune_cli
+
+    parser = argparse.ArgumentParser(prog="botorch-sketch")
+    commands = parser.add_subparsers(dest="command", required=True)
+    tune = commands.add_parser(
+        "tune",
+        help="tune a scikit-learn estimator through Ax with NystromGP",
+        description=tune_cli.__doc__.split("\n\n")[1].replace("\n", " "),
+    )
+    tune_cli.add_arguments(tune)
+    args = parser.parse_args(argv)
+    return tune_cli.dispatch(tune, args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,222 @@
+#!/usr/bin/env python3
+r"""``botorch-sketch tune`` (also ``python -m botorch_sketch.tune``).
+
+Tune a scikit-learn estimator's hyperparameters on a data set that ships with
+scikit-learn, through Ax with :class:`~botorch_sketch.models.NystromGP` or Ax's
+default model::
+
+    botorch-sketch tune --dataset digits --estimator svm --trials 500 --workers 4
+    botorch-sketch tune --checkpoint tune-svm-digits-nystrom.json --resume
+    botorch-sketch tune --model default --checkpoint ax.json --trials 300
+    botorch-sketch tune --compare tune-svm-digits-nystrom.json ax.json --plot c.png
+
+Exit status: 0 on success, 2 on bad input (with a message), 130 if interrupted
+(the checkpoint holds every completed trial: continue with ``--resume``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from botorch_sketch.tune.problems import DATASETS, ESTIMATORS
+from botorch_sketch.tune.run import MODELS, TuneConfig, TuneError, read_record
+
+PROG = "botorch-sketch tune"
+
+
+def _bounds(text: str) -> tuple[str, tuple[float, float]]:
+    name, sep, rest = text.partition("=")
+    low, sep2, high = rest.partition(":")
+    try:
+        if not (name and sep and sep2):
+            raise ValueError
+        return name, (float(low), float(high))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected NAME=LOW:HIGH (e.g. C=1e-2:1e2), got {text!r}"
+        ) from None
+
+
+def _count(minimum: int):
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}")
+        return value
+
+    return parse
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    r"""Add the ``tune`` options to ``parser``."""
+    estimators = ", ".join(f"{k} ({v.description})" for k, v in ESTIMATORS.items())
+    problem = parser.add_argument_group(
+        "problem (on --resume, taken from the checkpoint unless given)"
+    )
+    problem.add_argument(
+        "--dataset", choices=sorted(DATASETS), help="scikit-learn data set [digits]"
+    )
+    problem.add_argument(
+        "--estimator", choices=sorted(ESTIMATORS), help=f"{estimators} [svm]"
+    )
+    problem.add_argument(
+        "--model",
+        choices=MODELS,
+        help="the GP: nystrom (NystromGP) or default (Ax's SingleTaskGP) [nystrom]",
+    )
+    problem.add_argument(
+        "--bounds",
+        type=_bounds,
+        action="append",
+        metavar="NAME=LOW:HIGH",
+        help="replace a parameter's range (repeatable)",
+    )
+    problem.add_argument("--folds", type=_count(2), help="cross-validation folds [3]")
+    problem.add_argument("--seed", type=int, help="seed of Sobol, Ax and folds [0]")
+    run = parser.add_argument_group("run")
+    run.add_argument("--trials", type=_count(1), help="completed trials to reach [100]")
+    run.add_argument(
+        "--initial", type=_count(1), help="Sobol trials before the model [10]"
+    )
+    run.add_argument(
+        "--workers",
+        type=_count(0),
+        help="trials at once (0: in this process) [CPUs, or the Ray cluster's]",
+    )
+    run.add_argument(
+        "--ray",
+        metavar="ADDRESS",
+        help="run trials on the Ray cluster at ADDRESS ('auto': this machine's)",
+    )
+    run.add_argument(
+        "--checkpoint",
+        help="the run's file [tune-ESTIMATOR-DATASET-MODEL.json]",
+    )
+    mode = run.add_mutually_exclusive_group()
+    mode.add_argument(
+        "--resume", action="store_true", help="continue the run in --checkpoint"
+    )
+    mode.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="start afresh even if --checkpoint exists",
+    )
+    run.add_argument("--num-restarts", type=_count(1), help="acquisition restarts")
+    run.add_argument("--raw-samples", type=_count(1), help="acquisition raw samples")
+    run.add_argument("--threads", type=_count(1), help="torch threads for the GP")
+    run.add_argument("--quiet", action="store_true", help="no progress bar")
+    run.add_argument(
+        "--verbose", action="store_true", help="show Ax's log messages and warnings"
+    )
+    out = parser.add_argument_group("output")
+    out.add_argument(
+        "--plot", help="the figure [the checkpoint's name with .png; compare.png]"
+    )
+    out.add_argument(
+        "--compare",
+        nargs="+",
+        metavar="CHECKPOINT",
+        help="only plot these runs on the same axes (e.g. ours against Ax's)",
+    )
+    return parser
+
+
+def _config(args: argparse.Namespace) -> TuneConfig:
+    given = {
+        name: getattr(args, name)
+        for name in (
+            "dataset",
+            "estimator",
+            "model",
+            "folds",
+            "seed",
+            "trials",
+            "initial",
+            "num_restarts",
+            "raw_samples",
+        )
+        if getattr(args, name) is not None
+    }
+    if args.bounds:
+        given["bounds"] = dict(args.bounds)
+    if args.resume:
+        if args.checkpoint is None:
+            raise TuneError("--resume needs --checkpoint")
+        stored = read_record(args.checkpoint)[1]["config"]
+        base = {k: stored[k] for k in TuneConfig.__dataclass_fields__ if k in stored}
+        base["bounds"] = {k: tuple(v) for k, v in base.get("bounds", {}).items()}
+        config = TuneConfig(**{**base, **given})
+    else:
+        config = TuneConfig(**given)
+    config.validate()
+    return config
+
+
+def run(args: argparse.Namespace) -> int:
+    r"""Carry out parsed ``tune`` arguments; raises ``TuneError`` on bad input."""
+    from botorch_sketch.tune.plot import plot_checkpoints, summary
+
+    if args.compare:
+        path, runs = plot_checkpoints(args.compare, args.plot or "compare.png")
+        print(summary(runs))
+        print(f"wrote {path}")
+        return 0
+    from botorch_sketch.tune.run import quiet_ax, tune
+
+    config = _config(args)
+    if not args.verbose:
+        quiet_ax()
+    checkpoint = args.checkpoint or (
+        f"tune-{config.estimator}-{config.dataset}-{config.model}.json"
+    )
+    record = tune(
+        config,
+        checkpoint,
+        resume=args.resume,
+        overwrite=args.overwrite,
+        workers=args.workers,
+        ray_address=args.ray,
+        threads=args.threads,
+        progress=not args.quiet,
+    )
+    path, runs = plot_checkpoints([checkpoint], args.plot or _png(checkpoint))
+    best = max(
+        (t for t in record["trials"].values() if "score" in t),
+        key=lambda t: t["score"],
+    )
+    print(summary(runs))
+    print(f"best parameters: {best['parameters']}")
+    print(f"wrote {checkpoint} and {path}")
+    return 0
+
+
+def _png(checkpoint: str) -> str:
+    stem = checkpoint[:-5] if checkpoint.endswith(".json") else checkpoint
+    return stem + ".png"
+
+
+def main(argv: list[str] | None = None, prog: str = PROG) -> int:
+    r"""The ``tune`` command; returns the exit status."""
+    parser = add_arguments(
+        argparse.ArgumentParser(
+            prog=prog,
+            description=__doc__.split("\n\n")[1].replace("\n", " "),
+        )
+    )
+    return dispatch(parser, parser.parse_args(argv))
+
+
+def dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    r"""Run ``args``, reporting ``TuneError`` as ``parser``'s error (exit 2)."""
+    try:
+        return run(args)
+    except TuneError as e:
+        print(f"{parser.prog}: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"{parser.prog}: interrupted; continue with --resume", file=sys.stderr)
+        return 130

@@ -1,0 +1,508 @@
+#!/usr/bin/env python3
+r"""The tuning loop: Ax suggests, workers evaluate, a checkpoint after each result.
+
+A run is one ``ax.api.Client`` whose generation strategy uses
+:class:`~botorch_sketch.models.NystromGP` (``model="nystrom"``) or Ax's default
+model (``model="default"``). Up to ``workers`` trials run at once, on local
+processes or on a Ray cluster. After every completed trial the client is saved
+with Ax's JSON encoding, plus this run's settings and per-trial timings under
+the key ``"botorch_sketch_tune"`` (``Client.load_from_json_file`` reads the file
+and ignores that key), to a temporary file in the same directory that then
+replaces the checkpoint: a killed run leaves the previous checkpoint or the new
+one, never half of one.
+
+Resuming marks the trials that were running when the run stopped as FAILED
+(reason ``"interrupted"``; Ax may suggest their points again), keeps every
+completed trial, and runs until ``trials`` trials are COMPLETED.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import json
+import logging
+import math
+import multiprocessing
+import os
+import tempfile
+import time
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from botorch_sketch.tune.problems import (
+    DATASETS,
+    ESTIMATORS,
+    Param,
+    evaluate,
+    search_space,
+)
+
+#: The key of this package's record in a checkpoint.
+KEY = "botorch_sketch_tune"
+FORMAT_VERSION = 1
+METRIC = "accuracy"
+MODELS = ("nystrom", "default")
+
+
+class TuneError(Exception):
+    r"""A problem with the user's input or checkpoint, reported without traceback."""
+
+
+@dataclass
+class TuneConfig:
+    r"""The settings of a run; those that define the problem are stored with it."""
+
+    dataset: str = "digits"
+    estimator: str = "svm"
+    model: str = "nystrom"
+    trials: int = 100
+    bounds: dict[str, tuple[float, float]] = field(default_factory=dict)
+    initial: int = 10
+    folds: int = 3
+    seed: int = 0
+    num_restarts: int | None = None
+    raw_samples: int | None = None
+
+    #: Settings a resumed run must share with its checkpoint.
+    PROBLEM = ("dataset", "estimator", "model", "params", "folds", "seed")
+
+    def params(self) -> tuple[Param, ...]:
+        r"""The search space (raises ``ValueError`` on bad input)."""
+        return search_space(self.estimator, self.bounds)
+
+    def validate(self) -> None:
+        r"""Raise ``TuneError`` naming the first bad setting."""
+        if self.dataset not in DATASETS:
+            raise TuneError(
+                f"unknown dataset {self.dataset!r}; choose from {sorted(DATASETS)}"
+            )
+        if self.estimator not in ESTIMATORS:
+            raise TuneError(
+                f"unknown estimator {self.estimator!r}; choose from "
+                f"{sorted(ESTIMATORS)}"
+            )
+        if self.model not in MODELS:
+            raise TuneError(f"unknown model {self.model!r}; choose from {MODELS}")
+        for name, low in (("trials", 1), ("initial", 1), ("folds", 2)):
+            if getattr(self, name) < low:
+                raise TuneError(f"--{name} must be at least {low}")
+        try:
+            self.params()
+        except ValueError as e:
+            raise TuneError(f"bad search space: {e}") from None
+
+    def record(self) -> dict[str, Any]:
+        r"""A JSON record of the settings and the search space."""
+        out = asdict(self)
+        out["bounds"] = {k: list(v) for k, v in self.bounds.items()}
+        out["params"] = [p.to_dict() for p in self.params()]
+        return out
+
+
+# ------------------------------------------------------------------ checkpoints
+
+
+def quiet_ax() -> None:
+    r"""Silence Ax's log messages below ERROR and all warnings (for the CLI)."""
+    import warnings
+
+    from ax.utils.common.logger import set_stderr_log_level
+
+    set_stderr_log_level(logging.ERROR)
+    warnings.simplefilter("ignore")
+
+
+def _ax():
+    # Imported on use: ``python -m botorch_sketch.tune --help`` stays fast and a
+    # missing Ax gives the message of botorch_sketch.integrations.ax.
+    from ax.api.client import Client
+    from ax.api.configs import RangeParameterConfig
+
+    import botorch_sketch.integrations.ax as integration
+
+    return Client, RangeParameterConfig, integration
+
+
+def save_checkpoint(path: str, client: Any, record: Mapping[str, Any]) -> None:
+    r"""Write the client and this run's record to ``path`` atomically.
+
+    Args:
+        path: The checkpoint file.
+        client: The ``ax.api.Client``.
+        record: The run's settings and per-trial timings (JSON values).
+    """
+    snapshot = client._to_json_snapshot()
+    snapshot[KEY] = dict(record)
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(
+        dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp"
+    )
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(snapshot, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def read_record(path: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    r"""The JSON snapshot in a checkpoint and this run's record in it.
+
+    Raises:
+        TuneError: If the file is missing, not JSON, or not a tune checkpoint.
+    """
+    try:
+        with open(path) as f:
+            snapshot = json.load(f)
+    except FileNotFoundError:
+        raise TuneError(f"no checkpoint at {path}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise TuneError(
+            f"checkpoint {path} is corrupt or truncated (not valid JSON: {e})"
+        ) from None
+    if not isinstance(snapshot, dict) or not isinstance(snapshot.get(KEY), dict):
+        raise TuneError(f"{path} is not a botorch-sketch tune checkpoint")
+    record = snapshot[KEY]
+    if record.get("version") != FORMAT_VERSION or "config" not in record:
+        raise TuneError(
+            f"{path} has checkpoint format {record.get('version')!r}; this version "
+            f"reads format {FORMAT_VERSION}"
+        )
+    record.setdefault("trials", {})
+    return snapshot, record
+
+
+def load_checkpoint(path: str) -> tuple[Any, dict[str, Any]]:
+    r"""The ``ax.api.Client`` and this run's record from a checkpoint.
+
+    Raises:
+        TuneError: If the checkpoint cannot be read or restored.
+    """
+    snapshot, record = read_record(path)
+    Client, _, _ = _ax()
+    try:
+        client = Client._from_json_snapshot(snapshot=snapshot)
+    except Exception as e:  # Ax raises many kinds on malformed snapshots.
+        raise TuneError(
+            f"checkpoint {path} could not be restored by Ax ({type(e).__name__}: {e})"
+        ) from None
+    return client, record
+
+
+def _check_same_problem(path: str, stored: Mapping[str, Any], config: TuneConfig):
+    mine = config.record()
+    for name in TuneConfig.PROBLEM:
+        if stored.get(name) != mine[name]:
+            raise TuneError(
+                f"checkpoint {path} was made with {name} = {stored.get(name)!r}, "
+                f"not {mine[name]!r}; resume it with the same settings or start a "
+                "new run with --overwrite or another --checkpoint"
+            )
+
+
+# ---------------------------------------------------------------------- workers
+
+
+class _InProcess:
+    # ``workers = 0``: evaluate in this process, one at a time.
+    def __init__(self) -> None:
+        self.capacity = 1
+
+    def submit(self, *args: Any) -> concurrent.futures.Future:
+        future: concurrent.futures.Future = concurrent.futures.Future()
+        try:
+            future.set_result(evaluate(*args))
+        except Exception as e:
+            future.set_exception(e)
+        return future
+
+    def wait(self, handles: list[Any]) -> list[Any]:
+        return list(handles)
+
+    def result(self, handle: Any) -> tuple[float, float]:
+        return handle.result()
+
+    def close(self, handles: list[Any]) -> None:
+        pass
+
+
+class _LocalPool(_InProcess):
+    # Spawned processes: forking a process that holds OpenMP and torch thread
+    # pools can deadlock the children.
+    def __init__(self, workers: int) -> None:
+        self.capacity = workers
+        self.pool = concurrent.futures.ProcessPoolExecutor(
+            max_workers=workers, mp_context=multiprocessing.get_context("spawn")
+        )
+
+    def submit(self, *args: Any) -> concurrent.futures.Future:
+        return self.pool.submit(evaluate, *args)
+
+    def wait(self, handles: list[Any]) -> list[Any]:
+        done, _ = concurrent.futures.wait(
+            handles, return_when=concurrent.futures.FIRST_COMPLETED
+        )
+        return list(done)
+
+    def close(self, handles: list[Any]) -> None:
+        self.pool.shutdown(wait=False, cancel_futures=True)
+
+
+class _RayPool:
+    # Ray tasks, one CPU each; connects to the cluster at ``address``
+    # (``"auto"``: the one running on this machine; an already initialised Ray
+    # in this process is used as it is).
+    def __init__(self, address: str, workers: int | None) -> None:
+        try:
+            import ray
+        except ImportError:
+            raise TuneError(
+                "--ray needs Ray: pip install botorch-sketch[ray]"
+            ) from None
+        self.ray = ray
+        try:
+            ray.init(
+                address=address,
+                ignore_reinit_error=True,
+                log_to_driver=False,
+                logging_level=logging.WARNING,
+            )
+        except (ConnectionError, RuntimeError, ValueError) as e:
+            raise TuneError(f"could not connect to Ray at {address!r}: {e}") from None
+        cpus = int(ray.cluster_resources().get("CPU", 1))
+        self.capacity = workers or max(1, cpus)
+        self.task = ray.remote(num_cpus=1)(evaluate)
+
+    def submit(self, *args: Any) -> Any:
+        return self.task.remote(*args)
+
+    def wait(self, handles: list[Any]) -> list[Any]:
+        ready, _ = self.ray.wait(list(handles), num_returns=1)
+        return list(ready)
+
+    def result(self, handle: Any) -> tuple[float, float]:
+        return self.ray.get(handle)
+
+    def close(self, handles: list[Any]) -> None:
+        for handle in handles:
+            self.ray.cancel(handle)
+
+
+# ------------------------------------------------------------------------- loop
+
+
+def _new_client(config: TuneConfig) -> Any:
+    Client, RangeParameterConfig, integration = _ax()
+    options = {
+        k: v
+        for k, v in (
+            ("num_restarts", config.num_restarts),
+            ("raw_samples", config.raw_samples),
+        )
+        if v is not None
+    }
+    common = {
+        "num_initial": config.initial,
+        "optimizer_options": options or None,
+        "seed": config.seed,
+    }
+    if config.model == "nystrom":
+        gs = integration.sketch_generation_strategy(**common)
+    else:
+        gs = integration.default_generation_strategy(**common)
+    client = Client(random_seed=config.seed)
+    client.configure_experiment(
+        name=f"tune-{config.estimator}-{config.dataset}",
+        parameters=[
+            RangeParameterConfig(
+                name=p.name,
+                parameter_type=p.kind,
+                bounds=(p.low, p.high),
+                scaling="log" if p.log else "linear",
+            )
+            for p in config.params()
+        ],
+    )
+    client.configure_optimization(objective=METRIC)
+    client.set_generation_strategy(generation_strategy=gs)
+    return client
+
+
+def _status_counts(client: Any) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for trial in client._experiment.trials.values():
+        counts[trial.status.name] = counts.get(trial.status.name, 0) + 1
+    return counts
+
+
+def tune(
+    config: TuneConfig,
+    checkpoint: str,
+    resume: bool = False,
+    overwrite: bool = False,
+    workers: int | None = None,
+    ray_address: str | None = None,
+    threads: int | None = None,
+    max_failures: int = 20,
+    progress: bool = True,
+) -> dict[str, Any]:
+    r"""Run (or resume) a tuning run until ``config.trials`` trials are completed.
+
+    Args:
+        config: The settings. On resume, those that define the problem must match
+            the checkpoint's; ``trials`` may differ (to extend a run).
+        checkpoint: The checkpoint file, written after every completed trial.
+        resume: Continue the run in ``checkpoint``.
+        overwrite: Start afresh even if ``checkpoint`` exists.
+        workers: Trials at once: local processes (0: in this process), or Ray
+            tasks; default the number of CPUs (of the Ray cluster with Ray).
+        ray_address: A Ray address (``"auto"`` for the local cluster).
+        threads: Torch threads for the model in this process; default the CPUs
+            the workers leave, at least one.
+        max_failures: Stop after this many failed evaluations in this call.
+        progress: Show a progress bar.
+
+    Returns:
+        This run's record (settings and per-trial scores and timings).
+
+    Raises:
+        TuneError: On bad settings, a missing, corrupt or mismatched checkpoint,
+            an existing checkpoint without ``resume`` or ``overwrite``, or too
+            many failed evaluations.
+    """
+    import torch
+    from tqdm.auto import tqdm
+
+    config.validate()
+    if resume and overwrite:
+        raise TuneError("pass either --resume or --overwrite, not both")
+    exists = os.path.exists(checkpoint)
+    if resume and not exists:
+        raise TuneError(f"--resume: no checkpoint at {checkpoint}")
+    if exists and not (resume or overwrite):
+        raise TuneError(
+            f"checkpoint {checkpoint} exists; pass --resume to continue it or "
+            "--overwrite to start a new run in its place"
+        )
+    directory = os.path.dirname(os.path.abspath(checkpoint))
+    if not os.path.isdir(directory):
+        raise TuneError(f"the directory of {checkpoint} does not exist")
+    if workers is not None and workers < 0:
+        raise TuneError("--workers must be 0 or more")
+
+    if resume:
+        client, record = load_checkpoint(checkpoint)
+        _check_same_problem(checkpoint, record["config"], config)
+        interrupted = [
+            index
+            for index, trial in client._experiment.trials.items()
+            if not trial.status.is_terminal
+        ]
+        for index in interrupted:
+            client.mark_trial_failed(index, failed_reason="interrupted")
+            record["trials"].setdefault(str(index), {})["failed"] = "interrupted"
+        record["config"]["trials"] = config.trials
+    else:
+        client = _new_client(config)
+        record = {"version": FORMAT_VERSION, "config": config.record(), "trials": {}}
+        save_checkpoint(checkpoint, client, record)
+
+    if ray_address is not None:
+        pool: Any = _RayPool(ray_address, workers)
+    elif workers == 0:
+        pool = _InProcess()
+    else:
+        pool = _LocalPool(workers or os.cpu_count() or 1)
+    if threads is None:
+        threads = max(1, (os.cpu_count() or 1) - pool.capacity)
+    torch.set_num_threads(threads)
+
+    completed = _status_counts(client).get("COMPLETED", 0)
+    running: dict[Any, int] = {}
+    failures = 0
+    bar = tqdm(
+        total=config.trials,
+        initial=min(completed, config.trials),
+        unit="trial",
+        desc=f"{config.model} {config.estimator}/{config.dataset}",
+        disable=not progress,
+    )
+    best = max(
+        (t["score"] for t in record["trials"].values() if "score" in t),
+        default=float("nan"),
+    )
+    try:
+        while completed < config.trials:
+            wanted = min(pool.capacity, config.trials - completed) - len(running)
+            if wanted > 0:
+                start = time.perf_counter()
+                suggested = _suggest(client, wanted, bool(running))
+                seconds = (time.perf_counter() - start) / max(1, len(suggested))
+                for index, parameters in suggested.items():
+                    record["trials"][str(index)] = {
+                        "parameters": dict(parameters),
+                        "suggest_seconds": seconds,
+                    }
+                    handle = pool.submit(
+                        config.dataset,
+                        config.estimator,
+                        dict(parameters),
+                        config.folds,
+                        config.seed,
+                    )
+                    running[handle] = index
+            for handle in pool.wait(list(running)):
+                index = running.pop(handle)
+                entry = record["trials"][str(index)]
+                try:
+                    score, seconds = pool.result(handle)
+                except Exception as e:
+                    failures += 1
+                    client.mark_trial_failed(
+                        index, failed_reason=f"{type(e).__name__}: {e}"
+                    )
+                    entry["failed"] = f"{type(e).__name__}: {e}"
+                    if failures > max_failures:
+                        raise TuneError(
+                            f"{failures} evaluations failed; the last with "
+                            f"{type(e).__name__}: {e}"
+                        ) from None
+                    continue
+                client.complete_trial(trial_index=index, raw_data={METRIC: score})
+                completed += 1
+                entry.update(score=score, eval_seconds=seconds, completed=completed)
+                if math.isnan(best) or score > best:
+                    best = score
+                bar.update(1)
+                bar.set_postfix(best=f"{best:.4f}")
+            save_checkpoint(checkpoint, client, record)
+    finally:
+        bar.close()
+        pool.close(list(running))
+    return record
+
+
+def _suggest(client: Any, wanted: int, others_running: bool) -> dict[int, Any]:
+    from ax.exceptions.core import DataRequiredError
+    from ax.exceptions.generation_strategy import (
+        GenerationStrategyRepeatedPoints,
+        MaxParallelismReachedException,
+    )
+
+    try:
+        return client.get_next_trials(max_trials=wanted)
+    except (DataRequiredError, MaxParallelismReachedException):
+        # Ax waits for results (e.g. of its initial Sobol trials) first.
+        if others_running:
+            return {}
+        raise
+    except GenerationStrategyRepeatedPoints as e:
+        raise TuneError(
+            f"Ax proposes only points it has tried already ({e}); the search "
+            "space may be too small for the requested number of trials"
+        ) from None
