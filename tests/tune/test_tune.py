@@ -1,0 +1,227 @@
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+
+pytest.importorskip("ax")
+pytest.importorskip("sklearn")
+
+from ax.api.client import Client  # noqa: E402
+
+import botorch_sketch  # noqa: E402
+import botorch_sketch.integrations.ax  # noqa: E402, F401 (lets Ax decode NystromGP)
+from botorch_sketch import cli  # noqa: E402
+from botorch_sketch.tune import run as tune_run  # noqa: E402
+from botorch_sketch.tune.problems import Param, evaluate, search_space  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(botorch_sketch.__file__)))
+FAST = ["--num-restarts", "2", "--raw-samples", "64", "--quiet"]
+PROBLEM = ["--dataset", "iris", "--estimator", "logreg", "--initial", "4"]
+
+
+@pytest.fixture(autouse=True)
+def keep_torch_threads():
+    threads = torch.get_num_threads()
+    yield
+    torch.set_num_threads(threads)
+
+
+def tune(*argv):
+    return cli.main(["tune", *argv])
+
+
+def completed_trials(path):
+    # Trial index -> (parameters, score) of the COMPLETED trials, read by Ax.
+    client = Client.load_from_json_file(str(path))
+    df = client._experiment.lookup_data().df
+    scores = dict(zip(df["trial_index"], df["mean"], strict=True))
+    return {
+        index: (trial.arm.parameters, scores[index])
+        for index, trial in client._experiment.trials.items()
+        if trial.status.name == "COMPLETED"
+    }, client
+
+
+@pytest.fixture(scope="module")
+def short_run(tmp_path_factory):
+    path = tmp_path_factory.mktemp("short") / "run.json"
+    code = tune(
+        *PROBLEM, "--trials", "12", "--workers", "0", "--checkpoint", str(path), *FAST
+    )
+    return code, path
+
+
+def test_short_run_completes_with_the_right_count(short_run):
+    code, path = short_run
+    assert code == 0
+    trials, client = completed_trials(path)
+    assert len(trials) == 12 == len(client._experiment.trials)
+    # The model is ours, the scores are the objective's.
+    node = client._generation_strategy._nodes[-1]
+    spec = node.generator_specs[0].generator_kwargs["surrogate_spec"]
+    assert spec.model_configs[0].botorch_model_class is botorch_sketch.NystromGP
+    params, score = trials[7]
+    assert score == pytest.approx(evaluate("iris", "logreg", params, 3, 0)[0])
+    record = json.loads(path.read_text())["botorch_sketch_tune"]
+    assert sorted(t["completed"] for t in record["trials"].values()) == list(
+        range(1, 13)
+    )
+    assert all(t["suggest_seconds"] > 0 for t in record["trials"].values())
+    assert path.with_suffix(".png").stat().st_size > 10_000
+
+
+def test_compare_plots_two_runs(short_run, tmp_path, capsys):
+    _, path = short_run
+    other = tmp_path / "default.json"
+    argv = [*PROBLEM, "--model", "default", "--trials", "6", "--workers", "0"]
+    assert tune(*argv, "--checkpoint", str(other), *FAST) == 0
+    capsys.readouterr()
+    out = tmp_path / "cmp.png"
+    assert tune("--compare", str(path), str(other), "--plot", str(out)) == 0
+    text = capsys.readouterr().out
+    assert "| nystrom (logreg/iris) | 12 |" in text
+    assert "| default (logreg/iris) | 6 |" in text
+    assert out.stat().st_size > 10_000
+
+
+def test_killed_run_resumes_without_losing_or_repeating_trials(tmp_path):
+    path = tmp_path / "killed.json"
+    total, kill_at = 16, random.randint(3, 9)
+    argv = [*PROBLEM, "--trials", str(total), "--workers", "2", *FAST]
+    env = {**os.environ, "PYTHONPATH": ROOT}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "botorch_sketch.tune", *argv, "--checkpoint", str(path)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 120
+    done = 0
+    while done < kill_at:
+        assert proc.poll() is None, proc.stderr.read().decode()
+        assert time.monotonic() < deadline, "the run made no progress"
+        time.sleep(0.05)
+        if path.exists():
+            record = json.loads(path.read_text())["botorch_sketch_tune"]
+            done = sum("score" in t for t in record["trials"].values())
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    before, client = completed_trials(path)
+    assert len(before) >= kill_at, f"killed at {kill_at}"
+    running = [
+        i for i, t in client._experiment.trials.items() if not t.status.is_terminal
+    ]
+
+    # Without --resume the checkpoint is left alone.
+    content = path.read_bytes()
+    assert tune(*argv, "--checkpoint", str(path)) == 2
+    assert path.read_bytes() == content
+
+    assert tune("--checkpoint", str(path), "--resume", "--workers", "0", *FAST) == 0
+    after, client = completed_trials(path)
+    assert len(after) == total, f"killed at {kill_at}"
+    for index, value in before.items():
+        assert after[index] == value
+    points = [tuple(sorted(p.items())) for p, _ in after.values()]
+    assert len(set(points)) == total
+    for index in running:
+        trial = client._experiment.trials[index]
+        assert trial.status.name == "FAILED" and trial.status_reason == "interrupted"
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--estimator", "xgboost"], "invalid choice: 'xgboost'"),
+        (["--dataset", "mnist"], "invalid choice: 'mnist'"),
+        (["--bounds", "C=1"], "NAME=LOW:HIGH"),
+        (["--bounds", "C=10:1"], "lower bound 10 must be below the upper bound 1"),
+        (["--bounds", "C=-1:10"], "log-scale range needs a positive lower bound"),
+        (["--bounds", "gamma=1:2"], "has no parameter 'gamma'"),
+        (["--trials", "0"], "must be at least 1"),
+        (["--resume", "--overwrite"], "not allowed with argument"),
+        (["--resume"], "--resume needs --checkpoint"),
+    ],
+)
+def test_bad_input_exits_2_with_a_message(argv, message, tmp_path, capsys):
+    ckpt = ["--checkpoint", str(tmp_path / "x.json")] if "--resume" not in argv else []
+    try:
+        code = tune(*PROBLEM, *argv, *ckpt)
+    except SystemExit as e:  # argparse
+        code = e.code
+    assert code == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "x.json").exists()
+
+
+def test_bad_checkpoints_exit_2_and_are_left_alone(short_run, tmp_path, capsys):
+    _, good = short_run
+    corrupt = tmp_path / "corrupt.json"
+    corrupt.write_text(good.read_text()[:1000])
+    foreign = tmp_path / "foreign.json"
+    foreign.write_text('{"experiment": {}}')
+    cases = [
+        (["--checkpoint", str(tmp_path / "none.json"), "--resume"], "no checkpoint"),
+        (["--checkpoint", str(corrupt), "--resume"], "corrupt or truncated"),
+        (["--checkpoint", str(foreign), "--resume"], "not a botorch-sketch tune"),
+        (
+            ["--checkpoint", str(good), "--resume", "--estimator", "svm"],
+            "made with estimator = 'logreg', not 'svm'",
+        ),
+        (["--checkpoint", str(good), "--dataset", "iris"], "exists; pass --resume"),
+        (["--compare", str(corrupt)], "corrupt or truncated"),
+    ]
+    saved = {p: p.read_bytes() for p in (good, corrupt, foreign)}
+    for argv, message in cases:
+        assert tune(*argv) == 2, argv
+        assert message in capsys.readouterr().err, argv
+    assert {p: p.read_bytes() for p in saved} == saved
+    assert not (tmp_path / "none.json").exists()
+
+
+def test_checkpoint_write_is_atomic(short_run, tmp_path, monkeypatch):
+    _, good = short_run
+    client, record = tune_run.load_checkpoint(str(good))
+    path = tmp_path / "ck.json"
+    tune_run.save_checkpoint(str(path), client, record)
+    content = path.read_bytes()
+
+    def fail(*args, **kwargs):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(tune_run.json, "dump", fail)
+    with pytest.raises(OSError, match="disk full"):
+        tune_run.save_checkpoint(str(path), client, record)
+    assert path.read_bytes() == content
+    assert os.listdir(tmp_path) == ["ck.json"]
+
+
+def test_search_spaces_validate_their_bounds():
+    assert [p.name for p in search_space("svm")] == ["C", "gamma"]
+    (c,) = search_space("logreg", {"C": (0.1, 10.0)})
+    assert (c.low, c.high, c.log) == (0.1, 10.0, True)
+    with pytest.raises(ValueError, match="integer range needs integer bounds"):
+        Param("k", 1.5, 4, kind="int")
+    with pytest.raises(ValueError, match="finite"):
+        Param("x", 0.0, float("inf"))
+    with pytest.raises(ValueError, match="unknown estimator"):
+        search_space("xgboost")
+
+
+def test_ray_cluster_runs_the_trials(tmp_path):
+    ray = pytest.importorskip("ray")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        path = tmp_path / "ray.json"
+        argv = [*PROBLEM, "--trials", "8", "--ray", "auto", "--checkpoint", str(path)]
+        assert tune(*argv, *FAST) == 0
+        trials, _ = completed_trials(path)
+        assert len(trials) == 8
+    finally:
+        ray.shutdown()
