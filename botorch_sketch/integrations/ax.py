@@ -92,6 +92,7 @@ def _generation_strategy(
     optimizer_options: dict[str, Any] | None,
     torch_device: str | torch.device | None,
     seed: int | None,
+    use_existing_trials: bool,
 ) -> GenerationStrategy:
     if not isinstance(num_initial, int) or num_initial < 1:
         raise ValueError(f"num_initial must be a positive integer, got {num_initial}.")
@@ -122,7 +123,8 @@ def _generation_strategy(
     if torch_device is not None:
         generator_kwargs["torch_device"] = torch.device(torch_device)
     # As Ax's own dispatch: leave Sobol once ``num_initial`` trials are generated
-    # and at least half of them observed; never propose an arm twice.
+    # (or attached, with ``use_existing_trials``) and at least half of them
+    # observed; never propose an arm twice.
     return GenerationStrategy(
         name=name,
         nodes=[
@@ -132,6 +134,7 @@ def _generation_strategy(
                 min_trials_observed=max(1, num_initial // 2),
                 generator_kwargs={"seed": seed},
                 should_deduplicate=True,
+                use_all_trials_in_exp=use_existing_trials,
             ),
             GenerationStep(
                 generator=Generators.BOTORCH_MODULAR,
@@ -153,6 +156,7 @@ def sketch_generation_strategy(
     torch_device: str | torch.device | None = None,
     seed: int | None = None,
     name: str | None = None,
+    use_existing_trials: bool = False,
 ) -> GenerationStrategy:
     r"""Sobol trials, then Bayesian optimisation with one of this package's models.
 
@@ -176,6 +180,8 @@ def sketch_generation_strategy(
         torch_device: The device of the model, e.g. ``"cuda"``.
         seed: The seed of the Sobol sequence.
         name: The name of the strategy; defaults to ``"Sobol+<model class>"``.
+        use_existing_trials: Count trials already on the experiment (e.g. from
+            ``Client.attach_trial``) towards ``num_initial``.
 
     Returns:
         A ``GenerationStrategy`` for ``Client.set_generation_strategy``.
@@ -199,6 +205,7 @@ def sketch_generation_strategy(
         optimizer_options=optimizer_options,
         torch_device=torch_device,
         seed=seed,
+        use_existing_trials=use_existing_trials,
     )
 
 
@@ -210,6 +217,7 @@ def default_generation_strategy(
     torch_device: str | torch.device | None = None,
     seed: int | None = None,
     name: str | None = None,
+    use_existing_trials: bool = False,
 ) -> GenerationStrategy:
     r"""The same strategy as :func:`sketch_generation_strategy` with Ax's default model.
 
@@ -225,6 +233,8 @@ def default_generation_strategy(
         torch_device: The device of the model.
         seed: The seed of the Sobol sequence.
         name: The name of the strategy; defaults to ``"Sobol+AxDefault"``.
+        use_existing_trials: Count trials already on the experiment towards
+            ``num_initial``.
 
     Returns:
         A ``GenerationStrategy`` for ``Client.set_generation_strategy``.
@@ -238,4 +248,5 @@ def default_generation_strategy(
         optimizer_options=optimizer_options,
         torch_device=torch_device,
         seed=seed,
+        use_existing_trials=use_existing_trials,
     )

@@ -183,6 +183,24 @@ def test_optimizer_options_reach_optimize_acqf(optimize_calls):
     assert all(c["raw_samples"] == 32 for c in optimize_calls)
 
 
+@pytest.mark.parametrize("existing", [False, True])
+def test_attached_trials_count_as_initial_with_use_existing_trials(existing):
+    gs = sketch_generation_strategy(
+        num_initial=4, optimizer_options=FAST, use_existing_trials=existing
+    )
+    client = branin_client(gs)
+    for x0 in (-2.0, 0.0, 2.0, 4.0, 6.0):
+        index = client.attach_trial({"x0": x0, "x1": 5.0})
+        client.complete_trial(
+            trial_index=index, raw_data={"branin": branin({"x0": x0, "x1": 5.0})}
+        )
+    run_trials(client, 1)
+    node = client._generation_strategy.current_node_name
+    assert ("BoTorch" in node) == existing
+    if existing:
+        assert surrogate_model(client).train_X.shape[0] == 5
+
+
 def test_default_generation_strategy_uses_ax_default_model():
     client = branin_client(default_generation_strategy(num_initial=4, seed=0))
     run_trials(client, 6)
