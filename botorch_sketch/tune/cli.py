@@ -20,7 +20,13 @@ import argparse
 import sys
 
 from botorch_sketch.tune.problems import DATASETS, ESTIMATORS
-from botorch_sketch.tune.run import MODELS, TuneConfig, TuneError, read_record
+from botorch_sketch.tune.run import (
+    ACQUISITIONS,
+    MODELS,
+    TuneConfig,
+    TuneError,
+    read_record,
+)
 
 PROG = "botorch-sketch tune"
 
@@ -67,6 +73,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
         "--model",
         choices=MODELS,
         help="the GP: nystrom (NystromGP) or default (Ax's SingleTaskGP) [nystrom]",
+    )
+    problem.add_argument(
+        "--acquisition",
+        choices=ACQUISITIONS,
+        help="auto (Ax's: qLogNEI, slower as trials accumulate), qlogei "
+        "(qLogEI), bkb (qBKB-UCB) [auto]",
     )
     problem.add_argument(
         "--bounds",
@@ -132,6 +144,7 @@ def _config(args: argparse.Namespace) -> TuneConfig:
             "dataset",
             "estimator",
             "model",
+            "acquisition",
             "folds",
             "seed",
             "trials",

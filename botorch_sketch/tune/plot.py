@@ -58,8 +58,11 @@ def series(record: Mapping[str, Any], label: str | None = None) -> Series:
         for i, t in trials.items()
         if "suggest_seconds" in t
     )
+    model = config["model"]
+    if config.get("acquisition", "auto") != "auto":
+        model = f"{model}+{config['acquisition']}"
     return Series(
-        label=label or f"{config['model']} ({config['estimator']}/{config['dataset']})",
+        label=label or f"{model} ({config['estimator']}/{config['dataset']})",
         completed=list(range(1, len(best) + 1)),
         best=best,
         trial=[i + 1 for i, _ in timed],

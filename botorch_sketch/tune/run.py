@@ -43,6 +43,11 @@ KEY = "botorch_sketch_tune"
 FORMAT_VERSION = 1
 METRIC = "accuracy"
 MODELS = ("nystrom", "default")
+#: ``auto``: Ax's choice (qLogNoisyExpectedImprovement), whose cost grows with the
+#: observations it keeps as baseline; ``qlogei``: qLogExpectedImprovement, which
+#: compares with the best observed mean and costs the same at any n; ``bkb``:
+#: qBKBUpperConfidenceBound (``nystrom`` only).
+ACQUISITIONS = ("auto", "qlogei", "bkb")
 
 
 class TuneError(Exception):
@@ -63,9 +68,18 @@ class TuneConfig:
     seed: int = 0
     num_restarts: int | None = None
     raw_samples: int | None = None
+    acquisition: str = "auto"
 
     #: Settings a resumed run must share with its checkpoint.
-    PROBLEM = ("dataset", "estimator", "model", "params", "folds", "seed")
+    PROBLEM = (
+        "dataset",
+        "estimator",
+        "model",
+        "acquisition",
+        "params",
+        "folds",
+        "seed",
+    )
 
     def params(self) -> tuple[Param, ...]:
         r"""The search space (raises ``ValueError`` on bad input)."""
@@ -84,6 +98,12 @@ class TuneConfig:
             )
         if self.model not in MODELS:
             raise TuneError(f"unknown model {self.model!r}; choose from {MODELS}")
+        if self.acquisition not in ACQUISITIONS:
+            raise TuneError(
+                f"unknown acquisition {self.acquisition!r}; choose from {ACQUISITIONS}"
+            )
+        if self.acquisition == "bkb" and self.model != "nystrom":
+            raise TuneError("--acquisition bkb needs --model nystrom")
         for name, low in (("trials", 1), ("initial", 1), ("folds", 2)):
             if getattr(self, name) < low:
                 raise TuneError(f"--{name} must be at least {low}")
@@ -296,8 +316,22 @@ class _RayPool:
 # ------------------------------------------------------------------------- loop
 
 
-def _new_client(config: TuneConfig) -> Any:
-    Client, RangeParameterConfig, integration = _ax()
+def generation_strategy(config: TuneConfig, use_existing_trials: bool = False) -> Any:
+    r"""The Ax ``GenerationStrategy`` of a run's settings.
+
+    Args:
+        config: The settings (model, acquisition, Sobol trials, optimiser).
+        use_existing_trials: Count trials already on the experiment as Sobol
+            trials.
+
+    Returns:
+        A ``GenerationStrategy``.
+    """
+    from botorch.acquisition.logei import qLogExpectedImprovement
+
+    from botorch_sketch.acquisition import qBKBUpperConfidenceBound
+
+    _, _, integration = _ax()
     options = {
         k: v
         for k, v in (
@@ -306,15 +340,26 @@ def _new_client(config: TuneConfig) -> Any:
         )
         if v is not None
     }
+    acqf = {
+        "auto": None,
+        "qlogei": qLogExpectedImprovement,
+        "bkb": qBKBUpperConfidenceBound,
+    }[config.acquisition]
     common = {
         "num_initial": config.initial,
+        "botorch_acqf_class": acqf,
         "optimizer_options": options or None,
         "seed": config.seed,
+        "use_existing_trials": use_existing_trials,
     }
     if config.model == "nystrom":
-        gs = integration.sketch_generation_strategy(**common)
-    else:
-        gs = integration.default_generation_strategy(**common)
+        return integration.sketch_generation_strategy(**common)
+    return integration.default_generation_strategy(**common)
+
+
+def _new_client(config: TuneConfig) -> Any:
+    Client, RangeParameterConfig, _ = _ax()
+    gs = generation_strategy(config)
     client = Client(random_seed=config.seed)
     client.configure_experiment(
         name=f"tune-{config.estimator}-{config.dataset}",

@@ -147,6 +147,7 @@ def test_killed_run_resumes_without_losing_or_repeating_trials(tmp_path):
         (["--trials", "0"], "must be at least 1"),
         (["--resume", "--overwrite"], "not allowed with argument"),
         (["--resume"], "--resume needs --checkpoint"),
+        (["--model", "default", "--acquisition", "bkb"], "bkb needs --model nystrom"),
     ],
 )
 def test_bad_input_exits_2_with_a_message(argv, message, tmp_path, capsys):
@@ -200,6 +201,22 @@ def test_checkpoint_write_is_atomic(short_run, tmp_path, monkeypatch):
         tune_run.save_checkpoint(str(path), client, record)
     assert path.read_bytes() == content
     assert os.listdir(tmp_path) == ["ck.json"]
+
+
+@pytest.mark.parametrize(
+    "acquisition, expected",
+    [
+        ("auto", None),
+        ("qlogei", "qLogExpectedImprovement"),
+        ("bkb", "qBKBUpperConfidenceBound"),
+    ],
+)
+def test_acquisition_setting_names_the_botorch_class(acquisition, expected):
+    config = tune_run.TuneConfig(acquisition=acquisition)
+    gs = tune_run.generation_strategy(config)
+    kwargs = gs._nodes[-1].generator_specs[0].generator_kwargs
+    acqf = kwargs.get("botorch_acqf_class")
+    assert (acqf and acqf.__name__) == expected
 
 
 def test_search_spaces_validate_their_bounds():

@@ -1,0 +1,66 @@
+import json
+
+import pytest
+import torch
+
+pytest.importorskip("ax")
+pytest.importorskip("sklearn")
+
+from botorch_sketch.benchmarks import tuning  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def test_tuning_benchmark_runs_both_models_and_reports_ratios(monkeypatch, tmp_path):
+    tiny = tuning.Budget(
+        "iris",
+        "svm",
+        trials=6,
+        seeds=(0,),
+        sizes=(10, 6),
+        repeats=1,
+        noise_splits=2,
+        initial=4,
+        num_restarts=2,
+        raw_samples=32,
+    )
+    monkeypatch.setitem(tuning.BUDGETS, "tiny", tiny)
+    tune_rows, time_rows = tuning.run("tiny", str(tmp_path))
+    assert [(r.setup, r.seed) for r in tune_rows] == [
+        (tuning.OURS, 0),
+        (tuning.AX_DEFAULT, 0),
+    ]
+    for row in tune_rows:
+        record = json.loads(open(row.checkpoint).read())["botorch_sketch_tune"]
+        scores = [t["score"] for t in record["trials"].values() if "score" in t]
+        assert len(scores) == 6 and row.best == max(scores)
+        assert row.noise_sd >= 0 and row.median_suggest_s > 0
+    assert [(r.setup, r.n) for r in time_rows] == [
+        (setup, n) for n in (6, 10) for setup in tuning.SETUPS
+    ]
+    assert all(r.seconds > 0 for r in time_rows)
+
+    text = tuning.render(tune_rows, time_rows, "tiny", "test machine")
+    ratio = time_rows[-1].seconds / time_rows[-3].seconds
+    assert f"- N = 10: {ratio:.1f}x" in text
+    assert "test machine" in text
+    (figure,) = tuning.plot(tune_rows, str(tmp_path / "tuning-tiny"))
+    assert (
+        figure.endswith("-seed0.png") and (tmp_path / "tuning-tiny-seed0.png").exists()
+    )
+
+
+def test_sobol_history_covers_the_log_scaled_space(monkeypatch):
+    monkeypatch.setattr(tuning, "evaluate", lambda d, e, setting: (0.5, 0.0))
+    budget = tuning.BUDGETS["small"]
+    history = tuning.sobol_history(budget, 64)
+    C = torch.tensor([s["C"] for s, _ in history])
+    assert len(history) == 64 and bool(((C >= 1e-3) & (C <= 1e3)).all())
+    # Log scale: about half the points below the geometric midpoint 1.
+    assert 24 <= int((C < 1).sum()) <= 40
