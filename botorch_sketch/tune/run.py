@@ -159,6 +159,10 @@ def save_checkpoint(path: str, client: Any, record: Mapping[str, Any]) -> None:
         dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp"
     )
     try:
+        # mkstemp makes the file private; give it the mode a new file would get.
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
         with os.fdopen(fd, "w") as f:
             json.dump(snapshot, f)
             f.flush()
@@ -465,6 +469,7 @@ def tune(
         pool = _LocalPool(workers or os.cpu_count() or 1)
     if threads is None:
         threads = max(1, (os.cpu_count() or 1) - pool.capacity)
+    threads_before = torch.get_num_threads()
     torch.set_num_threads(threads)
 
     completed = _status_counts(client).get("COMPLETED", 0)
@@ -487,6 +492,8 @@ def tune(
             if wanted > 0:
                 start = time.perf_counter()
                 suggested = _suggest(client, wanted, bool(running))
+                if not suggested and not running:
+                    raise TuneError("Ax proposed no trial and none is running")
                 seconds = (time.perf_counter() - start) / max(1, len(suggested))
                 for index, parameters in suggested.items():
                     record["trials"][str(index)] = {
@@ -529,6 +536,7 @@ def tune(
     finally:
         bar.close()
         pool.close(list(running))
+        torch.set_num_threads(threads_before)
     return record
 
 

@@ -2,6 +2,7 @@ import json
 import os
 import random
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -192,6 +193,9 @@ def test_checkpoint_write_is_atomic(short_run, tmp_path, monkeypatch):
     path = tmp_path / "ck.json"
     tune_run.save_checkpoint(str(path), client, record)
     content = path.read_bytes()
+    umask = os.umask(0)
+    os.umask(umask)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o666 & ~umask
 
     def fail(*args, **kwargs):
         raise OSError("disk full")
