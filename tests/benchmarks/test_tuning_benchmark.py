@@ -17,6 +17,7 @@ def one_thread():
     torch.set_num_threads(threads)
 
 
+@pytest.mark.slow
 def test_tuning_benchmark_runs_both_models_and_reports_ratios(monkeypatch, tmp_path):
     tiny = tuning.Budget(
         "iris",

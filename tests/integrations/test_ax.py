@@ -107,6 +107,7 @@ def test_importing_the_package_does_not_import_ax_and_error_names_the_extra():
     assert "pip install botorch-sketch[ax]" in out.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model_class", MODEL_CLASSES)
 def test_client_experiment_uses_our_model_and_beats_sobol(model_class, tmp_path):
     gs = sketch_generation_strategy(

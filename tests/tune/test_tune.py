@@ -91,6 +91,7 @@ def test_compare_plots_two_runs(short_run, tmp_path, capsys):
     assert out.stat().st_size > 10_000
 
 
+@pytest.mark.slow
 def test_killed_run_resumes_without_losing_or_repeating_trials(tmp_path):
     path = tmp_path / "killed.json"
     total, kill_at = 16, random.randint(3, 9)
@@ -235,6 +236,7 @@ def test_search_spaces_validate_their_bounds():
         search_space("xgboost")
 
 
+@pytest.mark.slow
 def test_ray_cluster_runs_the_trials(tmp_path):
     ray = pytest.importorskip("ray")
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
