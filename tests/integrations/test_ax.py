@@ -118,7 +118,8 @@ def test_client_experiment_uses_our_model_and_beats_sobol(model_class, tmp_path)
     values = run_trials(client, 30)
     model = surrogate_model(client)
     assert type(model) is model_class
-    assert model.train_X.shape[0] == 29  # the data before the last trial
+    surrogate = client._generation_strategy.adapter.generator.surrogate
+    assert surrogate.training_data[0].X.shape[0] == 29  # before the last trial
     statuses = {t.status.name for t in client._experiment.trials.values()}
     assert statuses == {"COMPLETED"} and len(client._experiment.trials) == 30
 
