@@ -23,6 +23,7 @@ from botorch_sketch.benchmarks import (
     linear,
     scale,
     throughput,
+    tuning,
 )
 
 
@@ -69,6 +70,10 @@ def _throughput(budget: str, stem: str) -> tuple[str, list[str]]:
     return throughput.render(throughput.run(budget), machine()), []
 
 
+def _tuning(budget: str, stem: str) -> tuple[str, list[str]]:
+    return tuning.report(budget, stem, machine())
+
+
 #: Each benchmark: (title, runner writing its figures and returning its tables).
 BENCHMARKS: dict[str, tuple[str, Callable[[str, str], tuple[str, list[str]]]]] = {
     "inference": ("NystromGP against SingleTaskGP, SVGP and SGPR", _inference),
@@ -78,6 +83,7 @@ BENCHMARKS: dict[str, tuple[str, Callable[[str, str], tuple[str, list[str]]]]] =
     "gssbo": ("GSSBO against the full SingleTaskGP and a random subset", _gssbo),
     "scale": ("NystromGP up to a million observations", _scale),
     "throughput": ("The posterior over many candidates against matmul", _throughput),
+    "tuning": ("botorch-sketch tune against Ax's default model", _tuning),
 }
 
 

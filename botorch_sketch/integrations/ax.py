@@ -49,7 +49,7 @@ from botorch_sketch.acquisition import (
     BKBUpperConfidenceBound,
     qBKBUpperConfidenceBound,
 )
-from botorch_sketch.models import NystromGP
+from botorch_sketch.models import GradientSubsetGP, NystromGP
 
 __all__ = [
     "default_generation_strategy",
@@ -80,7 +80,9 @@ def register_with_ax(*classes: type[Model] | type[AcquisitionFunction]) -> None:
             )
 
 
-register_with_ax(NystromGP, BKBUpperConfidenceBound, qBKBUpperConfidenceBound)
+register_with_ax(
+    NystromGP, GradientSubsetGP, BKBUpperConfidenceBound, qBKBUpperConfidenceBound
+)
 
 
 def _generation_strategy(

@@ -23,10 +23,14 @@ from botorch_sketch.integrations.ax import (  # noqa: E402
     default_generation_strategy,
     sketch_generation_strategy,
 )
-from botorch_sketch.models import NystromGP  # noqa: E402
+from botorch_sketch.models import GradientSubsetGP, NystromGP  # noqa: E402
 
 # More model classes of this package join this list.
-MODEL_CLASSES = [NystromGP]
+# Each class with model options that make it differ from an exact GP at 30 trials.
+MODEL_CLASSES = [
+    (NystromGP, None),
+    (GradientSubsetGP, {"subset_size": 16, "num_initial": 8}),
+]
 FAST = {"num_restarts": 2, "raw_samples": 64}
 BRANIN = Branin()
 
@@ -109,10 +113,16 @@ def test_importing_the_package_does_not_import_ax_and_error_names_the_extra():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("model_class", MODEL_CLASSES)
-def test_client_experiment_uses_our_model_and_beats_sobol(model_class, tmp_path):
+@pytest.mark.parametrize(("model_class", "model_options"), MODEL_CLASSES)
+def test_client_experiment_uses_our_model_and_beats_sobol(
+    model_class, model_options, tmp_path
+):
     gs = sketch_generation_strategy(
-        model_class, num_initial=8, optimizer_options=FAST, seed=0
+        model_class,
+        model_options=model_options,
+        num_initial=8,
+        optimizer_options=FAST,
+        seed=0,
     )
     client = branin_client(gs)
     values = run_trials(client, 30)
@@ -120,6 +130,10 @@ def test_client_experiment_uses_our_model_and_beats_sobol(model_class, tmp_path)
     assert type(model) is model_class
     surrogate = client._generation_strategy.adapter.generator.surrogate
     assert surrogate.training_data[0].X.shape[0] == 29  # before the last trial
+    if model_class is GradientSubsetGP:
+        # Fitted on 16 of the 29, the 8 Sobol points and the newest among them.
+        assert model.train_inputs[0].shape[-2] == 16
+        assert set(range(8)) | {28} <= set(model.subset_indices.tolist())
     statuses = {t.status.name for t in client._experiment.trials.values()}
     assert statuses == {"COMPLETED"} and len(client._experiment.trials) == 30
 
