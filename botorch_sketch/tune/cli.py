@@ -72,7 +72,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     problem.add_argument(
         "--model",
         choices=MODELS,
-        help="the GP: nystrom (NystromGP) or default (Ax's SingleTaskGP) [nystrom]",
+        help=(
+            "the GP: nystrom (NystromGP), subset (GradientSubsetGP on 100 "
+            "trials) or default (Ax's SingleTaskGP) [nystrom]"
+        ),
     )
     problem.add_argument(
         "--acquisition",

@@ -42,7 +42,9 @@ from botorch_sketch.tune.problems import (
 KEY = "botorch_sketch_tune"
 FORMAT_VERSION = 1
 METRIC = "accuracy"
-MODELS = ("nystrom", "default")
+MODELS = ("nystrom", "subset", "default")
+#: ``subset``: GradientSubsetGP's subset size (the paper's M is about 100).
+SUBSET_SIZE = 100
 #: ``auto``: Ax's choice (qLogNoisyExpectedImprovement), whose cost grows with the
 #: observations it keeps as baseline; ``qlogei``: qLogExpectedImprovement, which
 #: compares with the best observed mean and costs the same at any n; ``bkb``:
@@ -358,6 +360,13 @@ def generation_strategy(config: TuneConfig, use_existing_trials: bool = False) -
     }
     if config.model == "nystrom":
         return integration.sketch_generation_strategy(**common)
+    if config.model == "subset":
+        from botorch_sketch.models import GradientSubsetGP
+
+        options = {"subset_size": SUBSET_SIZE, "num_initial": config.initial}
+        return integration.sketch_generation_strategy(
+            GradientSubsetGP, model_options=options, **common
+        )
     return integration.default_generation_strategy(**common)
 
 

@@ -35,6 +35,7 @@ def test_tuning_benchmark_runs_both_models_and_reports_ratios(monkeypatch, tmp_p
     tune_rows, time_rows = tuning.run("tiny", str(tmp_path))
     assert [(r.setup, r.seed) for r in tune_rows] == [
         (tuning.OURS, 0),
+        (tuning.SUBSET, 0),
         (tuning.AX_DEFAULT, 0),
     ]
     for row in tune_rows:
@@ -48,8 +49,9 @@ def test_tuning_benchmark_runs_both_models_and_reports_ratios(monkeypatch, tmp_p
     assert all(r.seconds > 0 for r in time_rows)
 
     text = tuning.render(tune_rows, time_rows, "tiny", "test machine")
-    ratio = time_rows[-1].seconds / time_rows[-3].seconds
-    assert f"- N = 10: {ratio:.1f}x" in text
+    ratio = time_rows[-1].seconds / time_rows[-4].seconds
+    subset = time_rows[-1].seconds / time_rows[-3].seconds
+    assert f"- N = 10: {ratio:.1f}x, {subset:.1f}x " in text
     assert "test machine" in text
     (figure,) = tuning.plot(tune_rows, str(tmp_path / "tuning-tiny"))
     assert (

@@ -224,6 +224,20 @@ def test_acquisition_setting_names_the_botorch_class(acquisition, expected):
     assert (acqf and acqf.__name__) == expected
 
 
+@pytest.mark.parametrize(
+    "model, expected",
+    [("nystrom", "NystromGP"), ("subset", "GradientSubsetGP")],
+)
+def test_model_setting_names_our_class(model, expected):
+    config = tune_run.TuneConfig(model=model, initial=7)
+    gs = tune_run.generation_strategy(config)
+    kwargs = gs._nodes[-1].generator_specs[0].generator_kwargs
+    (model_config,) = kwargs["surrogate_spec"].model_configs
+    assert model_config.botorch_model_class.__name__ == expected
+    if model == "subset":
+        assert model_config.model_options == {"subset_size": 100, "num_initial": 7}
+
+
 def test_search_spaces_validate_their_bounds():
     assert [p.name for p in search_space("svm")] == ["C", "gamma"]
     (c,) = search_space("logreg", {"C": (0.1, 10.0)})
