@@ -52,6 +52,9 @@ def test_tutorials_are_found():
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.parent.name for p in NOTEBOOKS])
 def test_tutorial_runs(path: Path, kernel_dirs, monkeypatch):
     monkeypatch.setenv("SMOKE_TEST", "1")
+    # One thread: on a busy machine, multi-threaded BLAS in small problems can
+    # spin-wait for cores and run many times slower.
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
     # The kernel imports the package from this checkout.
     paths = [str(TUTORIALS.parent), os.environ.get("PYTHONPATH", "")]
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, paths)))
@@ -69,4 +72,3 @@ def test_tutorial_runs(path: Path, kernel_dirs, monkeypatch):
         resources={"metadata": {"path": str(path.parent)}},
     )
     client.execute()  # raises CellExecutionError on the first failing cell
-
