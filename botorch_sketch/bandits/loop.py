@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import torch
 from torch import Tensor
 from tqdm.auto import tqdm
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 from botorch_sketch.bandits.environments import (
     ContextualEnvironment,
@@ -149,20 +153,24 @@ def run_contextual(
     return trace
 
 
-def plot_traces(traces: list[BanditTrace], path: str, window: int = 50) -> None:
+def plot_traces(
+    traces: list[BanditTrace], path: str | None = None, window: int = 50
+) -> Figure:
     r"""Plot cumulative regret, time per step and dictionary size against t.
 
     Args:
         traces: The runs to compare.
-        path: Where to write the figure (any matplotlib format).
+        path: Where to write the figure (any matplotlib format); None writes none.
         window: Steps averaged in the time-per-step curve.
+
+    Returns:
+        The figure (a notebook shows it).
     """
-    import matplotlib
+    # A Figure of its own: no pyplot state, no backend switch in the caller.
+    from matplotlib.figure import Figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4))
+    fig = Figure(figsize=(15, 4))
+    axes = fig.subplots(1, 3)
     for trace in traces:
         t = torch.arange(1, trace.num_steps + 1)
         axes[0].plot(t, trace.cumulative_regret, label=trace.name)
@@ -176,8 +184,9 @@ def plot_traces(traces: list[BanditTrace], path: str, window: int = 50) -> None:
     axes[2].set(xlabel="t", ylabel="dictionary size")
     axes[0].legend(fontsize="small")
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    if path is not None:
+        fig.savefig(path, dpi=120)
+    return fig
 
 
 def plot_experiments(traces: dict[str, list[BanditTrace]], stem: str) -> list[str]:

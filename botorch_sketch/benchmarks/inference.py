@@ -298,12 +298,11 @@ def render(rows: list[Row], d_eff: dict[str, float], machine: str) -> str:
 
 def plot(rows: list[Row], path: str) -> None:
     r"""NLL against time for the frontier and bo-data experiments (log time)."""
-    import matplotlib
+    # A Figure of its own: no pyplot state, no backend switch in the caller.
+    from matplotlib.figure import Figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
+    fig = Figure(figsize=(12, 4.5))
+    axes = fig.subplots(1, 2)
     for ax, experiment in zip(axes, ("frontier", "bo-data"), strict=True):
         part = [r for r in rows if r.experiment == experiment]
         methods = sorted({r.method.split(" qbar")[0] for r in part})
@@ -327,7 +326,6 @@ def plot(rows: list[Row], path: str) -> None:
     axes[0].legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
-    plt.close(fig)
 
 
 __all__ = ["BUDGETS", "Row", "bo_data", "hartmann_data", "plot", "render", "run"]

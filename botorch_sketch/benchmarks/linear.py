@@ -256,12 +256,11 @@ def render(rows: list[Row], machine: str) -> str:
 
 def plot(rows: list[Row], path: str) -> None:
     r"""Speed-up against reward ratio, one point per policy, experiment and d."""
-    import matplotlib
+    # A Figure of its own: no pyplot state, no backend switch in the caller.
+    from matplotlib.figure import Figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    fig = Figure(figsize=(7, 4.5))
+    ax = fig.subplots()
     for row in rows:
         if row.policy == BASELINE:
             continue
@@ -283,7 +282,6 @@ def plot(rows: list[Row], path: str) -> None:
     ax.grid(alpha=0.3)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
-    plt.close(fig)
 
 
 __all__ = ["BUDGETS", "Row", "plot", "render", "run"]

@@ -16,7 +16,7 @@ import inspect
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import torch
 from botorch.acquisition import (
@@ -41,6 +41,9 @@ from torch import Tensor
 from tqdm.auto import tqdm
 
 from botorch_sketch.bo.triggers import SubsetTrigger
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 AcquisitionName = Literal["ucb", "logei", "qlognei"]
 
@@ -304,21 +307,23 @@ def run_bo(
 
 
 def plot_bo_traces(
-    traces: dict[str, list[BOTrace]], path: str, title: str = ""
-) -> None:
-    r"""Plot simple regret and cumulative time against iterations, seeds averaged.
+    traces: dict[str, list[BOTrace]], path: str | None = None, title: str = ""
+) -> Figure:
+    r"""Plot regret and cumulative time against iterations, seeds averaged.
 
     Args:
         traces: Runs by model label; each a list over seeds.
-        path: Where to write the figure.
+        path: Where to write the figure; None writes none.
         title: The figure title.
+
+    Returns:
+        The figure (a notebook shows it).
     """
-    import matplotlib
+    # A Figure of its own: no pyplot state, no backend switch in the caller.
+    from matplotlib.figure import Figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4))
+    fig = Figure(figsize=(15, 4))
+    axes = fig.subplots(1, 3)
     for label, runs in traces.items():
         t = torch.arange(1, runs[0].num_iterations + 1)
         regret = torch.stack([r.simple_regret for r in runs]).mean(0)
@@ -336,5 +341,6 @@ def plot_bo_traces(
     if title:
         fig.suptitle(title)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    if path is not None:
+        fig.savefig(path, dpi=120)
+    return fig

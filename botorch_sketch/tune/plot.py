@@ -90,12 +90,11 @@ def plot_series(runs: Sequence[Series], path: str, title: str | None = None) -> 
     Returns:
         ``path``.
     """
-    import matplotlib
+    # A Figure of its own: no pyplot state, no backend switch in the caller.
+    from matplotlib.figure import Figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
+    fig = Figure(figsize=(11, 4.2))
+    (left, right) = fig.subplots(1, 2)
     for run in runs:
         (line,) = left.plot(run.completed, run.best, label=run.label)
         right.plot(
@@ -126,7 +125,6 @@ def plot_series(runs: Sequence[Series], path: str, title: str | None = None) -> 
         fig.suptitle(title)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
-    plt.close(fig)
     return path
 
 
