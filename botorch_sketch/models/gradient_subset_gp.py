@@ -161,8 +161,6 @@ class GradientSubsetGP(SingleTaskGP):
         >>> acqf = UpperConfidenceBound(model, beta=2.0)
     """
 
-    #: Fits in ``fit_gpytorch_mll``, with the gradient rule run between them.
-    fit_rounds: int = 2
 
     def __init__(
         self,
@@ -174,6 +172,7 @@ class GradientSubsetGP(SingleTaskGP):
         num_newest: int = 1,
         subset_rule: SubsetRule | None = None,
         gradient: GradientFunction | None = None,
+        fit_rounds: int = 2,
         likelihood: Likelihood | None = None,
         covar_module: Kernel | None = None,
         mean_module: Mean | None = None,
@@ -196,6 +195,12 @@ class GradientSubsetGP(SingleTaskGP):
                 ``GradientDiversitySubset()``.
             gradient: The per-observation gradient function for rules that use
                 gradients; defaults to :func:`feature_residual_gradients`.
+            fit_rounds: Hyperparameter fits in ``fit_gpytorch_mll`` for rules that
+                read the fitted model. 2: fit on the initial subset, re-select,
+                fit again. 1: select at the hyperparameters the model has, then
+                fit once; for a model warm-started from the previous BO
+                iteration's hyperparameters, as GSSBO selects with the previous
+                fit, at half the cost.
             likelihood: As for ``SingleTaskGP``.
             covar_module: As for ``SingleTaskGP``.
             mean_module: As for ``SingleTaskGP``.
@@ -221,6 +226,9 @@ class GradientSubsetGP(SingleTaskGP):
             GradientDiversitySubset() if subset_rule is None else subset_rule
         )
         self.gradient = feature_residual_gradients if gradient is None else gradient
+        if fit_rounds < 1:
+            raise InputDataError(f"fit_rounds must be at least 1, got {fit_rounds}.")
+        self.fit_rounds = fit_rounds
         if self.is_subset:
             # Rules that read the fitted model start from a random subset.
             rule = self.subset_rule
@@ -342,9 +350,9 @@ class GradientSubsetGP(SingleTaskGP):
             The fitted ``mll``, in eval mode on success.
         """
         adaptive = self.is_subset and self.subset_rule.depends_on_fit
-        rounds = max(1, self.fit_rounds) if adaptive else 1
+        rounds = self.fit_rounds if adaptive else 1
         for i in range(rounds):
-            if i > 0:
+            if adaptive and (i > 0 or rounds == 1):
                 self.select_subset()
             mll = _fit_fallback(
                 mll=mll,
@@ -374,6 +382,7 @@ class GradientSubsetGP(SingleTaskGP):
         num_newest: int = 1,
         subset_rule: SubsetRule | None = None,
         gradient: GradientFunction | None = None,
+        fit_rounds: int = 2,
         **kwargs: Any,
     ) -> dict[str, Any]:
         r"""Constructor arguments from a dataset (the hook Ax calls).
@@ -385,6 +394,7 @@ class GradientSubsetGP(SingleTaskGP):
             num_newest: The ``num_newest`` constructor argument.
             subset_rule: The ``subset_rule`` constructor argument.
             gradient: The ``gradient`` constructor argument.
+            fit_rounds: The ``fit_rounds`` constructor argument.
             kwargs: Other options Ax passes (``categorical_features`` and the like);
                 empty ones are ignored, others are not supported.
 
@@ -403,5 +413,6 @@ class GradientSubsetGP(SingleTaskGP):
             num_newest=num_newest,
             subset_rule=subset_rule,
             gradient=gradient,
+            fit_rounds=fit_rounds,
         )
         return inputs

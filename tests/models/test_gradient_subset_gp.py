@@ -200,3 +200,31 @@ def test_gradient_function_is_pluggable():
 
     _fit(_model(X, Y, gradient=gradient))
     assert calls == [torch.Size([120, 3])]
+
+
+@pytest.mark.parametrize("rounds", [1, 2])
+def test_fit_rounds_count_the_fits(rounds, monkeypatch):
+    from botorch_sketch.models import gradient_subset_gp as module
+
+    events = []
+    real_fit, real_select = module._fit_fallback, GradientSubsetGP.select_subset
+
+    def fit(*args, **kwargs):
+        events.append("fit")
+        return real_fit(*args, **kwargs)
+
+    def select(self):
+        events.append("select")
+        return real_select(self)
+
+    monkeypatch.setattr(module, "_fit_fallback", fit)
+    monkeypatch.setattr(GradientSubsetGP, "select_subset", select)
+    X, Y = _data()
+    model = _model(X, Y, fit_rounds=rounds)
+    before = set(model.subset_indices.tolist())
+    _fit(model)
+    expected = ["select", "fit"] if rounds == 1 else ["fit", "select", "fit"]
+    assert events == expected
+    assert set(model.subset_indices.tolist()) != before
+    with pytest.raises(InputDataError, match="fit_rounds"):
+        _model(X, Y, fit_rounds=0)
