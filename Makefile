@@ -10,7 +10,7 @@ PY := $(VENV)/bin/python
 TORCH_VERSION := 2.13.0
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo bench test lint clean
+.PHONY: install demo bench tune test lint clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -28,6 +28,12 @@ demo: $(STAMP)
 BENCH ?= inference
 bench: $(STAMP)
 	$(PY) -m botorch_sketch.benchmarks $(BENCH) --budget large
+
+# Tune an SVM on digits through Ax with GradientSubsetGP (checkpointed; add
+# ARGS=--resume to continue a killed run).
+tune: $(STAMP)
+	$(VENV)/bin/botorch-sketch tune --dataset digits --estimator svm --trials 300 \
+		--model subset --acquisition qlogei $(ARGS)
 
 lint: $(STAMP)
 	$(PY) -m ruff check .
