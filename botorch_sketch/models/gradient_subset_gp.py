@@ -35,6 +35,7 @@ References:
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -161,7 +162,6 @@ class GradientSubsetGP(SingleTaskGP):
         >>> acqf = UpperConfidenceBound(model, beta=2.0)
     """
 
-
     def __init__(
         self,
         train_X: Tensor,
@@ -238,16 +238,23 @@ class GradientSubsetGP(SingleTaskGP):
         else:
             index = torch.arange(n, device=train_X.device)
         self.subset_indices = index
-        super().__init__(
-            train_X=train_X[index],
-            train_Y=train_Y[index],
-            train_Yvar=None if train_Yvar is None else train_Yvar[index],
-            likelihood=likelihood,
-            covar_module=covar_module,
-            mean_module=mean_module,
-            outcome_transform=outcome_transform,
-            input_transform=input_transform,
-        )
+        with warnings.catch_warnings():
+            # Callers that standardise Y themselves (Ax) standardise all N; a
+            # subset of it is not exactly standardised, and that is expected.
+            if self.is_subset:
+                warnings.filterwarnings(
+                    "ignore", message=r"Data \(outcome observations\) is not standard"
+                )
+            super().__init__(
+                train_X=train_X[index],
+                train_Y=train_Y[index],
+                train_Yvar=None if train_Yvar is None else train_Yvar[index],
+                likelihood=likelihood,
+                covar_module=covar_module,
+                mean_module=mean_module,
+                outcome_transform=outcome_transform,
+                input_transform=input_transform,
+            )
 
     @property
     def is_subset(self) -> bool:

@@ -228,3 +228,19 @@ def test_fit_rounds_count_the_fits(rounds, monkeypatch):
     assert set(model.subset_indices.tolist()) != before
     with pytest.raises(InputDataError, match="fit_rounds"):
         _model(X, Y, fit_rounds=0)
+
+
+def test_a_subset_of_standardised_data_does_not_warn():
+    import warnings
+
+    from botorch.exceptions.warnings import InputDataWarning
+
+    X, Y = _data()
+    Y = (Y - Y.mean()) / Y.std()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        _model(X, Y, outcome_transform=None)
+    assert not [w for w in caught if issubclass(w.category, InputDataWarning)]
+    # An unstandardised full data set still warns, as for SingleTaskGP.
+    with pytest.warns(InputDataWarning, match="standardized"):
+        GradientSubsetGP(X, 10 + 5 * Y, subset_size=None, outcome_transform=None)
