@@ -23,20 +23,24 @@ qLogNEI, ``--model default``):
 
 from __future__ import annotations
 
-import logging
 import math
 import os
 import statistics
 import tempfile
 import time
-import warnings
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
 from botorch_sketch.tune.problems import Param, evaluate, search_space
-from botorch_sketch.tune.run import METRIC, TuneConfig, generation_strategy, tune
+from botorch_sketch.tune.run import (
+    METRIC,
+    TuneConfig,
+    generation_strategy,
+    quiet_ax,
+    tune,
+)
 
 #: (model, acquisition) of the runs: ours with qLogEI, whose cost does not
 #: grow with the number of observations, ours with Ax's choice (qLogNEI), and
@@ -106,13 +110,6 @@ class TimeRow:
     setup: tuple[str, str]
     n: int
     seconds: float
-
-
-def _quiet() -> None:
-    from ax.utils.common.logger import set_stderr_log_level
-
-    set_stderr_log_level(logging.ERROR)
-    warnings.simplefilter("ignore")
 
 
 def _config(budget: Budget, setup: tuple[str, str], seed: int = 0) -> TuneConfig:
@@ -221,8 +218,14 @@ def run(
     budget_name: str = "small", directory: str | None = None
 ) -> tuple[list[TuneRow], list[TimeRow]]:
     r"""Run both measurements; checkpoints go to ``directory`` (a temporary one)."""
+    with quiet_ax():
+        return _run(budget_name, directory)
+
+
+def _run(
+    budget_name: str, directory: str | None
+) -> tuple[list[TuneRow], list[TimeRow]]:
     budget = BUDGETS[budget_name]
-    _quiet()
     directory = directory or tempfile.mkdtemp(prefix="tuning-benchmark-")
     tune_rows = []
     for seed in budget.seeds:

@@ -17,6 +17,7 @@ Exit status: 0 on success, 2 on bad input (with a message), 130 if interrupted
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 
 from botorch_sketch.tune.problems import DATASETS, ESTIMATORS
@@ -184,21 +185,20 @@ def run(args: argparse.Namespace) -> int:
     from botorch_sketch.tune.run import quiet_ax, tune
 
     config = _config(args)
-    if not args.verbose:
-        quiet_ax()
     checkpoint = args.checkpoint or (
         f"tune-{config.estimator}-{config.dataset}-{config.model}.json"
     )
-    record = tune(
-        config,
-        checkpoint,
-        resume=args.resume,
-        overwrite=args.overwrite,
-        workers=args.workers,
-        ray_address=args.ray,
-        threads=args.threads,
-        progress=not args.quiet,
-    )
+    with contextlib.nullcontext() if args.verbose else quiet_ax():
+        record = tune(
+            config,
+            checkpoint,
+            resume=args.resume,
+            overwrite=args.overwrite,
+            workers=args.workers,
+            ray_address=args.ray,
+            threads=args.threads,
+            progress=not args.quiet,
+        )
     path, runs = plot_checkpoints([checkpoint], args.plot or _png(checkpoint))
     best = max(
         (t for t in record["trials"].values() if "score" in t),

@@ -19,6 +19,7 @@ completed trial, and runs until ``trials`` trials are COMPLETED.
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import json
 import logging
 import math
@@ -26,7 +27,7 @@ import multiprocessing
 import os
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -125,14 +126,25 @@ class TuneConfig:
 # ------------------------------------------------------------------ checkpoints
 
 
-def quiet_ax() -> None:
-    r"""Silence Ax's log messages below ERROR and all warnings (for the CLI)."""
+@contextlib.contextmanager
+def quiet_ax() -> Iterator[None]:
+    r"""Within the block, silence Ax's log messages below ERROR and all warnings.
+
+    Both are restored on exit, so calling the command in-process (a notebook,
+    a test) leaves the caller's logging and warning filters as they were.
+    """
     import warnings
 
-    from ax.utils.common.logger import set_stderr_log_level
+    from ax.utils.common.logger import ROOT_STREAM_HANDLER
 
-    set_stderr_log_level(logging.ERROR)
-    warnings.simplefilter("ignore")
+    level = ROOT_STREAM_HANDLER.level
+    ROOT_STREAM_HANDLER.setLevel(logging.ERROR)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        ROOT_STREAM_HANDLER.setLevel(level)
 
 
 def _ax():

@@ -262,3 +262,15 @@ def test_ray_cluster_runs_the_trials(tmp_path):
         assert len(trials) == 8
     finally:
         ray.shutdown()
+
+
+def test_quiet_ax_restores_the_callers_filters_and_log_level():
+    import warnings
+
+    from ax.utils.common.logger import ROOT_STREAM_HANDLER
+
+    before_filters, before_level = list(warnings.filters), ROOT_STREAM_HANDLER.level
+    with tune_run.quiet_ax():
+        assert ROOT_STREAM_HANDLER.level >= 40 and warnings.filters[0][0] == "ignore"
+    assert warnings.filters == before_filters
+    assert ROOT_STREAM_HANDLER.level == before_level
