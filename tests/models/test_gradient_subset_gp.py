@@ -244,3 +244,16 @@ def test_a_subset_of_standardised_data_does_not_warn():
     # An unstandardised full data set still warns, as for SingleTaskGP.
     with pytest.warns(InputDataWarning, match="standardized"):
         GradientSubsetGP(X, 10 + 5 * Y, subset_size=None, outcome_transform=None)
+
+
+def test_num_best_forces_the_incumbents():
+    X, Y = _data()
+    model = _fit(_model(X, Y, num_best=5))
+    best = set(Y.squeeze(-1).argsort(descending=True)[:5].tolist())
+    assert best <= set(model.subset_indices.tolist())
+    forced = model.forced_indices
+    expected = set(range(10)) | {118, 119} | best
+    assert forced.unique().numel() == forced.numel() == len(expected)
+    assert set(forced.tolist()) == expected
+    with pytest.raises(InputDataError, match="num_best"):
+        _model(X, Y, subset_size=17, num_best=5)
