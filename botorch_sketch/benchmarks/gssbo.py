@@ -61,6 +61,8 @@ class Budget:
 
 BUDGETS = {
     "small": Budget(["Hartmann-6", "Levy-20"], 40, [0], subset_size=30, num_initial=10),
+    # docs/gssbo-large.md ran seed 0 only (two problems per process, one thread
+    # each, about 40 minutes on 2 cores); seeds 1 and 2 triple that.
     "large": Budget(list(PROBLEMS), 500, [0, 1, 2], subset_size=100),
 }
 

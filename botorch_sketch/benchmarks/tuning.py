@@ -87,7 +87,7 @@ class Budget:
 
 BUDGETS = {
     "small": Budget("breast_cancer", "svm", 25, (0,), (50, 200), 1),
-    "large": Budget("breast_cancer", "svm", 150, (0, 1), (100, 300, 1000), 3),
+    "large": Budget("breast_cancer", "svm", 80, (0,), (100, 300, 1000), 2),
 }
 
 
