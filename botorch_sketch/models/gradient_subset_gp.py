@@ -41,7 +41,7 @@ from typing import Any
 
 import gpytorch
 import torch
-from botorch.exceptions.errors import InputDataError, UnsupportedError
+from botorch.exceptions.errors import InputDataError
 from botorch.fit import _fit_fallback
 from botorch.models import SingleTaskGP
 from botorch.models.transforms.input import InputTransform
@@ -55,7 +55,10 @@ from gpytorch.means import Mean
 from gpytorch.mlls import MarginalLogLikelihood
 from torch import Tensor
 
-from botorch_sketch.models.validation import check_training_data
+from botorch_sketch.models.validation import (
+    check_training_data,
+    reject_unsupported_options,
+)
 from botorch_sketch.sketching.chunks import chunk_size_for, row_chunks
 from botorch_sketch.sketching.nystrom import NystromEmbedding
 from botorch_sketch.sketching.subset import (
@@ -425,11 +428,7 @@ class GradientSubsetGP(SingleTaskGP):
         Returns:
             A dict of keyword arguments for ``GradientSubsetGP``.
         """
-        unsupported = {k: v for k, v in kwargs.items() if v not in (None, [], {}, ())}
-        if unsupported:
-            raise UnsupportedError(
-                f"{cls.__name__} does not support the options {sorted(unsupported)}."
-            )
+        reject_unsupported_options(cls.__name__, kwargs)
         inputs = super().construct_inputs(training_data=training_data)
         inputs.update(
             subset_size=subset_size,

@@ -55,7 +55,11 @@ from gpytorch.models import GP
 from linear_operator import to_linear_operator
 from torch import Tensor
 
-from botorch_sketch.models.validation import check_test_inputs, check_training_data
+from botorch_sketch.models.validation import (
+    check_test_inputs,
+    check_training_data,
+    reject_unsupported_options,
+)
 from botorch_sketch.sketching.dtc import (
     DTCPosterior,
     DTCStatistics,
@@ -716,11 +720,7 @@ class NystromGP(GPyTorchModel, GP, FantasizeMixin):
         Returns:
             A dict of keyword arguments for ``NystromGP``.
         """
-        unsupported = {k: v for k, v in kwargs.items() if v not in (None, [], {}, ())}
-        if unsupported:
-            raise UnsupportedError(
-                f"{cls.__name__} does not support the options {sorted(unsupported)}."
-            )
+        reject_unsupported_options(cls.__name__, kwargs)
         inputs = super().construct_inputs(training_data=training_data)
         if inducing is not None:
             inputs["inducing"] = inducing

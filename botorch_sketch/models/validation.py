@@ -102,3 +102,20 @@ def check_test_inputs(X: Tensor, num_dims: int) -> None:
             f"{num_dims}."
         )
     _check_finite("X", X)
+
+
+def reject_unsupported_options(model_name: str, options: dict) -> None:
+    r"""Raise ``UnsupportedError`` for non-empty options a model does not take.
+
+    Ax passes ``categorical_features``, ``task_feature`` and the like to every
+    model's ``construct_inputs``; empty ones are harmless.
+
+    Args:
+        model_name: The class name, for the message.
+        options: The extra keyword arguments ``construct_inputs`` received.
+    """
+    unsupported = {k: v for k, v in options.items() if v not in (None, [], {}, ())}
+    if unsupported:
+        raise UnsupportedError(
+            f"{model_name} does not support the options {sorted(unsupported)}."
+        )

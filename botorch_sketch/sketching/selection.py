@@ -38,27 +38,19 @@ from torch import Tensor
 from botorch_sketch.sketching.dtc import DTCPosterior, DTCStatistics, posterior_variance
 from botorch_sketch.sketching.kernels import kernel_diagonal, kernel_matrix
 from botorch_sketch.sketching.nystrom import NystromEmbedding
+from botorch_sketch.sketching.random_rule import RandomRule
 
 
 class InducingSetCapWarning(BotorchWarning):
     r"""The expected inducing-set size exceeded its cap, so ``qbar`` was scaled down."""
 
 
-class InducingSelector(ABC):
+class InducingSelector(RandomRule, ABC):
     r"""A rule choosing an inducing set among distinct inputs."""
 
     #: Whether the choice changes with the kernel hyperparameters, i.e. whether a
     #: model should re-run the rule after fitting them.
     depends_on_hyperparameters: bool = True
-
-    def __init__(self, generator: torch.Generator | None = None) -> None:
-        r"""Store the random generator.
-
-        Args:
-            generator: The generator for the rule's random draws; None uses torch's
-                global generator (so ``torch.manual_seed`` makes runs repeatable).
-        """
-        self.generator = generator
 
     @abstractmethod
     def select(
@@ -86,18 +78,6 @@ class InducingSelector(ABC):
             important first (or in random order), so that a prefix is a good
             smaller set.
         """
-
-    def _uniform(self, n: int, like: Tensor) -> Tensor:
-        # Draw on the generator's device, then move: a CPU generator serves CUDA data.
-        device = self.generator.device if self.generator is not None else like.device
-        u = torch.rand(n, generator=self.generator, device=device, dtype=like.dtype)
-        return u.to(like.device)
-
-    def _permutation(self, n: int, like: Tensor) -> Tensor:
-        device = self.generator.device if self.generator is not None else like.device
-        return torch.randperm(n, generator=self.generator, device=device).to(
-            like.device
-        )
 
 
 def leverage_scores(

@@ -36,10 +36,11 @@ from botorch.exceptions.errors import InputDataError
 from gpytorch.kernels import Kernel
 from torch import Tensor
 
+from botorch_sketch.sketching.random_rule import RandomRule
 from botorch_sketch.sketching.selection import greedy_variance_pivots
 
 
-class SubsetRule(ABC):
+class SubsetRule(RandomRule, ABC):
     r"""A rule choosing ``size`` of ``N`` observations, ``forced`` ones included."""
 
     #: Whether :meth:`select` reads the gradient vectors (a model computes them).
@@ -47,15 +48,6 @@ class SubsetRule(ABC):
     #: Whether the rule reads a fitted model (gradients or kernel); a model runs
     #: such rules after fitting its hyperparameters, and others before.
     depends_on_fit: bool = False
-
-    def __init__(self, generator: torch.Generator | None = None) -> None:
-        r"""Store the random generator.
-
-        Args:
-            generator: The generator for the rule's random draws; None uses torch's
-                global generator (so ``torch.manual_seed`` makes runs repeatable).
-        """
-        self.generator = generator
 
     @abstractmethod
     def select(
@@ -88,16 +80,6 @@ class SubsetRule(ABC):
         free = torch.ones(num_points, dtype=torch.bool, device=forced.device)
         free[forced] = False
         return free
-
-    def _normal(self, shape: tuple[int, ...], like: Tensor) -> Tensor:
-        # Draw on the generator's device, then move: a CPU generator serves CUDA data.
-        device = self.generator.device if self.generator is not None else like.device
-        eps = torch.randn(shape, generator=self.generator, device=device)
-        return eps.to(like)
-
-    def _permutation(self, n: int, device: torch.device) -> Tensor:
-        gen_device = self.generator.device if self.generator is not None else device
-        return torch.randperm(n, generator=self.generator, device=gen_device).to(device)
 
 
 def check_subset_request(num_points: int, size: int, forced: Tensor) -> None:
@@ -147,7 +129,7 @@ class RandomSubset(SubsetRule):
         """
         check_subset_request(num_points, size, forced)
         free = self._free(num_points, forced).nonzero().squeeze(-1)
-        pick = free[self._permutation(free.numel(), free.device)[: size - len(forced)]]
+        pick = free[self._permutation(free.numel(), free)[: size - len(forced)]]
         return torch.cat([forced, pick])
 
 
