@@ -74,8 +74,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
         "--model",
         choices=MODELS,
         help=(
-            "the GP: nystrom (NystromGP), subset (GradientSubsetGP on 100 "
-            "trials) or default (Ax's SingleTaskGP) [nystrom]"
+            "the GP: nystrom (NystromGP), subset (GradientSubsetGP on "
+            "--subset-size trials) or default (Ax's SingleTaskGP) [nystrom]"
         ),
     )
     problem.add_argument(
@@ -121,6 +121,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
         action="store_true",
         help="start afresh even if --checkpoint exists",
     )
+    run.add_argument(
+        "--subset-size",
+        type=_count(2),
+        help="observations GradientSubsetGP is fitted on (--model subset) [100]",
+    )
     run.add_argument("--num-restarts", type=_count(1), help="acquisition restarts")
     run.add_argument("--raw-samples", type=_count(1), help="acquisition raw samples")
     run.add_argument("--threads", type=_count(1), help="torch threads for the GP")
@@ -155,6 +160,7 @@ def _config(args: argparse.Namespace) -> TuneConfig:
             "initial",
             "num_restarts",
             "raw_samples",
+            "subset_size",
         )
         if getattr(args, name) is not None
     }

@@ -44,8 +44,6 @@ KEY = "botorch_sketch_tune"
 FORMAT_VERSION = 1
 METRIC = "accuracy"
 MODELS = ("nystrom", "subset", "default")
-#: ``subset``: GradientSubsetGP's subset size (the paper's M is about 100).
-SUBSET_SIZE = 100
 #: ``auto``: Ax's choice (qLogNoisyExpectedImprovement), whose cost grows with the
 #: observations it keeps as baseline; ``qlogei``: qLogExpectedImprovement, which
 #: compares with the best observed mean and costs the same at any n; ``bkb``:
@@ -72,6 +70,8 @@ class TuneConfig:
     num_restarts: int | None = None
     raw_samples: int | None = None
     acquisition: str = "auto"
+    #: ``subset``: GradientSubsetGP's subset size (the paper's M is about 100).
+    subset_size: int = 100
 
     #: Settings a resumed run must share with its checkpoint.
     PROBLEM = (
@@ -107,6 +107,11 @@ class TuneConfig:
             )
         if self.acquisition == "bkb" and self.model != "nystrom":
             raise TuneError("--acquisition bkb needs --model nystrom")
+        if self.model == "subset" and self.subset_size <= self.initial + 1:
+            raise TuneError(
+                f"--subset-size ({self.subset_size}) must exceed --initial + 1 "
+                f"({self.initial + 1}): the initial trials and the newest are kept"
+            )
         for name, low in (("trials", 1), ("initial", 1), ("folds", 2)):
             if getattr(self, name) < low:
                 raise TuneError(f"--{name} must be at least {low}")
@@ -375,7 +380,7 @@ def generation_strategy(config: TuneConfig, use_existing_trials: bool = False) -
     if config.model == "subset":
         from botorch_sketch.models import GradientSubsetGP
 
-        options = {"subset_size": SUBSET_SIZE, "num_initial": config.initial}
+        options = {"subset_size": config.subset_size, "num_initial": config.initial}
         return integration.sketch_generation_strategy(
             GradientSubsetGP, model_options=options, **common
         )

@@ -150,6 +150,7 @@ def test_killed_run_resumes_without_losing_or_repeating_trials(tmp_path):
         (["--resume", "--overwrite"], "not allowed with argument"),
         (["--resume"], "--resume needs --checkpoint"),
         (["--model", "default", "--acquisition", "bkb"], "bkb needs --model nystrom"),
+        (["--model", "subset", "--subset-size", "5"], "--subset-size (5) must exceed"),
     ],
 )
 def test_bad_input_exits_2_with_a_message(argv, message, tmp_path, capsys):
@@ -229,13 +230,13 @@ def test_acquisition_setting_names_the_botorch_class(acquisition, expected):
     [("nystrom", "NystromGP"), ("subset", "GradientSubsetGP")],
 )
 def test_model_setting_names_our_class(model, expected):
-    config = tune_run.TuneConfig(model=model, initial=7)
+    config = tune_run.TuneConfig(model=model, initial=7, subset_size=30)
     gs = tune_run.generation_strategy(config)
     kwargs = gs._nodes[-1].generator_specs[0].generator_kwargs
     (model_config,) = kwargs["surrogate_spec"].model_configs
     assert model_config.botorch_model_class.__name__ == expected
     if model == "subset":
-        assert model_config.model_options == {"subset_size": 100, "num_initial": 7}
+        assert model_config.model_options == {"subset_size": 30, "num_initial": 7}
 
 
 def test_search_spaces_validate_their_bounds():
