@@ -14,6 +14,7 @@ from __future__ import annotations
 import copy
 import inspect
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -27,7 +28,8 @@ from botorch.acquisition import (
     qLogNoisyExpectedImprovement,
     qUpperConfidenceBound,
 )
-from botorch.exceptions.errors import InputDataError
+from botorch.exceptions.errors import InputDataError, ModelFittingError
+from botorch.exceptions.warnings import OptimizationWarning
 from botorch.fit import fit_gpytorch_mll
 from botorch.models import SingleTaskGP
 from botorch.models.model import Model
@@ -84,6 +86,8 @@ class BOTrace:
         acquisition_time: Seconds to build and maximise the acquisition function.
         train_size: The number of observations the fitted model was trained on.
         X: The evaluated points (unit cube), ``iterations * q x d``.
+        fit_failures: Iterations whose fit failed (``ModelFittingError``); they
+            used the hyperparameters the model started from.
     """
 
     name: str
@@ -95,6 +99,7 @@ class BOTrace:
     acquisition_time: list[float] = field(default_factory=list)
     train_size: list[int] = field(default_factory=list)
     X: list[Tensor] = field(default_factory=list)
+    fit_failures: list[int] = field(default_factory=list)
 
     @property
     def num_iterations(self) -> int:
@@ -189,9 +194,9 @@ def _build(
     return spec.model_class(X, Y, **options)
 
 
-def _fit(model: Model, previous: Model | None, fit_kwargs: dict[str, Any]) -> None:
+def _fit(model: Model, previous: Model | None, fit_kwargs: dict[str, Any]) -> bool:
     if not (isinstance(model, GP) and hasattr(model, "likelihood")):
-        return  # e.g. SGD models, which fit as they are built
+        return True  # e.g. SGD models, which fit as they are built
     if previous is not None:
         # Start from the previous iteration's hyperparameters: parameters only,
         # since transforms and data-sized buffers belong to the new data.
@@ -203,7 +208,21 @@ def _fit(model: Model, previous: Model | None, fit_kwargs: dict[str, Any]) -> No
             if k in current and current[k].shape == v.shape
         }
         model.load_state_dict(same, strict=False)
-    fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model), **fit_kwargs)
+    try:
+        fit_gpytorch_mll(
+            ExactMarginalLogLikelihood(model.likelihood, model), **fit_kwargs
+        )
+    except ModelFittingError as e:
+        # BoTorch rolls the hyperparameters back; a long run goes on with them
+        # (warm-started or initial) rather than losing every iteration so far.
+        warnings.warn(
+            f"Fitting failed ({e}); this iteration keeps the hyperparameters the "
+            "model started from.",
+            OptimizationWarning,
+            stacklevel=3,
+        )
+        return False
+    return True
 
 
 def run_bo(
@@ -276,7 +295,8 @@ def run_bo(
             start = time.perf_counter()
             previous = model if warm_start else None
             model = _build(spec, trigger, X, Y, num_initial, q)
-            _fit(model, previous, fit_kwargs or {})
+            if not _fit(model, previous, fit_kwargs or {}):
+                trace.fit_failures.append(trace.num_iterations)
             fitted = time.perf_counter()
             acqf = make_acquisition(acquisition, model, X, Y, q, beta)
             candidate, _ = optimize_acqf(

@@ -111,3 +111,25 @@ def test_warm_start_loads_the_previous_hyperparameters(monkeypatch):
     seen.clear()
     run_bo(f, ModelSpec("x"), iterations=2, num_initial=5, **FAST)
     assert not torch.equal(seen[2], seen[1])
+
+
+def test_a_failed_fit_is_recorded_and_the_run_goes_on(monkeypatch):
+    from botorch.exceptions.errors import ModelFittingError
+    from botorch.exceptions.warnings import OptimizationWarning
+
+    from botorch_sketch.bo import loop
+
+    calls = []
+    real = loop.fit_gpytorch_mll
+
+    def failing_second(mll, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            raise ModelFittingError("All attempts to fit the model have failed.")
+        return real(mll, **kwargs)
+
+    monkeypatch.setattr(loop, "fit_gpytorch_mll", failing_second)
+    f = Branin(negate=True)
+    with pytest.warns(OptimizationWarning, match="Fitting failed"):
+        trace = run_bo(f, ModelSpec("x"), iterations=3, num_initial=5, **FAST)
+    assert trace.num_iterations == 3 and trace.fit_failures == [1]
