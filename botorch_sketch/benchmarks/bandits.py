@@ -40,6 +40,7 @@ from botorch_sketch.bandits.dtc_ucb import DTCUCB
 from botorch_sketch.bandits.gp_ucb import GPUCB
 from botorch_sketch.bandits.loop import plot_experiments
 from botorch_sketch.bandits.random_policy import RandomPolicy
+from botorch_sketch.benchmarks.metrics import reference_row
 
 EXACT = "gp-ucb"
 
@@ -173,13 +174,6 @@ def run(budget_name: str = "small") -> tuple[list[Row], dict[str, list[BanditTra
     return rows, traces
 
 
-def _exact(rows: list[Row], case: Case) -> Row | None:
-    for r in rows:
-        if r.case == case and r.method == EXACT:
-            return r
-    return None
-
-
 def render(rows: list[Row], machine: str) -> str:
     r"""Markdown tables: ratios against exact GP-UCB first, then absolutes."""
     lines = [
@@ -194,7 +188,7 @@ def render(rows: list[Row], machine: str) -> str:
         "|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---|",
     ]
     for r in rows:
-        exact = _exact(rows, r.case)
+        exact = reference_row(rows, r.case, EXACT)
         c = r.case
         ratio = f"{exact.seconds / r.seconds:.2f}x" if exact else "-"
         regret = f"{r.regret / exact.regret:.2f}" if exact else "-"

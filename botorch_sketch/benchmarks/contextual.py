@@ -47,6 +47,7 @@ from botorch_sketch.bandits.contextual_environments import (
 )
 from botorch_sketch.bandits.environments import ContextualEnvironment
 from botorch_sketch.bandits.loop import BanditTrace, plot_experiments, run_contextual
+from botorch_sketch.benchmarks.metrics import reference_row
 
 EXACT = "kernel-ucb"
 ALL = ("ek-ucb", EXACT, "cbbkb", "cbkb")
@@ -167,13 +168,6 @@ def run(budget_name: str = "small") -> tuple[list[Row], dict[str, list[BanditTra
     return rows, traces
 
 
-def _exact(rows: list[Row], case: Case) -> Row | None:
-    for r in rows:
-        if r.case == case and r.method == EXACT:
-            return r
-    return None
-
-
 def render(rows: list[Row], machine: str) -> str:
     r"""Markdown: ratios against KernelUCB first (with seed means), then absolutes."""
     lines = [
@@ -189,7 +183,7 @@ def render(rows: list[Row], machine: str) -> str:
     ]
     summary: dict[tuple[str, str], list[tuple[float, float, float]]] = {}
     for r in rows:
-        ex = _exact(rows, r.case)
+        ex = reference_row(rows, r.case, EXACT)
         if ex is None or r.method == EXACT:
             continue
         ratios = (
@@ -214,7 +208,7 @@ def render(rows: list[Row], machine: str) -> str:
         mine = [
             r for r in rows if r.case.experiment == experiment and r.method == method
         ]
-        exact = [_exact(rows, r.case) for r in mine]
+        exact = [reference_row(rows, r.case, EXACT) for r in mine]
         t = sum(e.seconds for e in exact) / sum(r.seconds for r in mine)
         g = sum(r.regret for r in mine) / max(sum(e.regret for e in exact), 1e-12)
         w = sum(r.reward for r in mine) / max(sum(e.reward for e in exact), 1e-12)

@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import torch
 from botorch.models.model import Model
@@ -87,3 +88,20 @@ def stopwatch() -> Iterator[Callable[[], float]]:
         yield lambda: (end[0] if end else time.perf_counter()) - start
     finally:
         end.append(time.perf_counter())
+
+
+RowT = TypeVar("RowT")
+
+
+def reference_row(rows: list[RowT], case: Any, method: str) -> RowT | None:
+    r"""The row of ``method`` on ``case`` (the reference a ratio divides by).
+
+    Args:
+        rows: Benchmark rows with ``case`` and ``method`` attributes.
+        case: The case to match.
+        method: The reference method's name.
+
+    Returns:
+        The first matching row, or None if that method did not run on the case.
+    """
+    return next((r for r in rows if r.case == case and r.method == method), None)
