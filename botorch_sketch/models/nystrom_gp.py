@@ -66,6 +66,7 @@ from botorch_sketch.sketching.dtc import (
     posterior_variance,
 )
 from botorch_sketch.sketching.nystrom import NystromEmbedding
+from botorch_sketch.sketching.online import OnlineDTC
 from botorch_sketch.sketching.selection import (
     InducingSelector,
     RidgeLeverageSampler,
@@ -86,8 +87,11 @@ class NystromGP(GPyTorchModel, GP, FantasizeMixin):
     Call :meth:`select_inducing_points` to re-run the rule by hand.
 
     ``condition_on_observations`` and ``fantasize`` keep the inducing set fixed
-    and add the new observations' statistics, an ``O(n' m^2 + m^3)`` update, so
-    ``qKnowledgeGradient`` and online use work. Note that DTC is not the
+    and absorb the new observations into the weight posterior by the Woodbury
+    step of :class:`~botorch_sketch.sketching.online.OnlineDTC` (the bandits'
+    online model), ``O(n' m^2)`` for ``n' <= m`` and batched over fantasies, so
+    ``qKnowledgeGradient`` and online use work without a new ``m x m``
+    factorisation. Note that DTC is not the
     posterior of a single GP prior, so a fantasy model is the DTC model of the
     augmented data, not the DTC predictive conditioned on the fantasy.
 
@@ -222,7 +226,8 @@ class NystromGP(GPyTorchModel, GP, FantasizeMixin):
         # Statistics of fantasy observations that are not part of the data (set
         # only on batched fantasy models).
         self._extra_statistics: DTCStatistics | None = None
-        self._cache: tuple[NystromEmbedding, DTCPosterior] | None = None
+        # The embedding and weight posterior; an ``OnlineDTC`` once conditioned.
+        self._cache: tuple[NystromEmbedding, DTCPosterior | OnlineDTC] | None = None
         self.to(train_X)
         self._retransform_targets()
         if fit_subset_size is not None:
@@ -354,7 +359,9 @@ class NystromGP(GPyTorchModel, GP, FantasizeMixin):
             stats = stats + self._extra_statistics
         return embedding, stats
 
-    def _posterior_state(self) -> tuple[NystromEmbedding, DTCPosterior]:
+    def _posterior_state(
+        self,
+    ) -> tuple[NystromEmbedding, DTCPosterior | OnlineDTC]:
         if self._cache is None:
             with torch.no_grad():
                 embedding, stats = self._embedding_and_statistics()
@@ -518,7 +525,12 @@ class NystromGP(GPyTorchModel, GP, FantasizeMixin):
         embedding, state = self._posterior_state()
         Z = embedding(X)
         covar = state.covariance(Z, self.covar_module(X).to_dense())
-        mean = (self.mean_module(X) + state.mean(Z)).expand(covar.shape[:-1])
+        mean = self.mean_module(X) + state.mean(Z)
+        # Fantasies share a covariance (it does not depend on the outcomes): the
+        # expansion over them is a view.
+        shape = torch.broadcast_shapes(mean.shape, covar.shape[:-1])
+        mean = mean.expand(shape)
+        covar = covar.expand(shape + covar.shape[-1:])
         noise = self._observation_noise(observation_noise, covar)
         if noise is not None:
             covar = covar + torch.diag_embed(noise)
@@ -580,7 +592,8 @@ class NystromGP(GPyTorchModel, GP, FantasizeMixin):
                 raise UnsupportedError(
                     "A fixed-noise model needs the noise of new observations."
                 )
-            noise_tf = self.likelihood.noise.expand(Y.shape[:-1])
+            # Shaped like the inputs, not the fantasies: see ``OnlineDTC.absorb``.
+            noise_tf = self.likelihood.noise.expand(X.shape[:-1])
         else:
             if bool((noise < 0).any()):
                 raise InputDataError("noise contains negative variances.")
@@ -589,20 +602,24 @@ class NystromGP(GPyTorchModel, GP, FantasizeMixin):
         if hasattr(self, "outcome_transform"):
             Y_tf, _ = self.outcome_transform(Y, None, X=X_tf)
         embedding, state = self._posterior_state()
+        # One mechanism with the bandits' online model: a Woodbury step on the
+        # weight posterior, batched over fantasies (no new m x m factorisation).
+        online = (
+            state.copy()
+            if isinstance(state, OnlineDTC)
+            else OnlineDTC.from_posterior(state)
+        )
         with torch.no_grad():
             residual = Y_tf.squeeze(-1) - self.mean_module(X_tf)
-            new = DTCStatistics.from_data(
-                embedding, X_tf, residual, noise_tf.expand(residual.shape)
-            )
-        statistics = state.statistics + new
+            new = online.absorb(embedding, X_tf, residual, noise_tf)
         model = self._copy_sharing_data()
-        if len(statistics.batch_shape) == 0:
+        if len(online.batch_shape) == 0:
             model._append_data(X, Y, noise_tf)
         else:
             model._extra_statistics = (
                 new if self._extra_statistics is None else self._extra_statistics + new
             )
-        model._cache = (embedding, DTCPosterior(statistics))
+        model._cache = (embedding, online)
         return model
 
     def _copy_sharing_data(self) -> NystromGP:

@@ -209,13 +209,12 @@ class DTCPosterior:
         self._whitened_moment = torch.linalg.solve_triangular(
             self._chol, statistics.moment.double().unsqueeze(-1), upper=False
         )
-        self.weights = (
-            torch.linalg.solve_triangular(
-                self._chol.mT, self._whitened_moment, upper=True
-            )
-            .squeeze(-1)
-            .to(self.dtype)
-        )
+        #: The weights in float64, for :class:`~botorch_sketch.sketching.online.
+        #: OnlineDTC` to start from.
+        self.weights64 = torch.linalg.solve_triangular(
+            self._chol.mT, self._whitened_moment, upper=True
+        ).squeeze(-1)
+        self.weights = self.weights64.to(self.dtype)
 
     @property
     def batch_shape(self) -> torch.Size:
@@ -268,10 +267,7 @@ class DTCPosterior:
             diagonal is raised (never lowered) where rounding made it negative.
         """
         G = self._whiten(Z)
-        cov = K - Z @ Z.mT + G.mT @ G
-        diag = cov.diagonal(dim1=-2, dim2=-1)
-        lift = (diag.clamp_min(0) - diag).detach()
-        return cov + torch.diag_embed(lift)
+        return lift_diagonal(K - Z @ Z.mT + G.mT @ G)
 
     def variance(self, Z: Tensor, residual_var: Tensor) -> Tensor:
         r"""Posterior variance ``k(x, x) - ||z||^2 + z^T B^{-1} z`` (GP units).
@@ -307,15 +303,7 @@ class DTCPosterior:
         Returns:
             A ``sample_shape x m'`` tensor ``v``.
         """
-        s = self.statistics
-        gram = s.gram.double()
-        evals, evecs = torch.linalg.eigh(0.5 * (gram + gram.mT))
-        sqrt_gram = evecs * evals.clamp_min(0).sqrt().unsqueeze(-2)
-        xi = torch.randn(prior_weights.shape, generator=generator, dtype=gram.dtype).to(
-            gram.device
-        )
-        w0 = prior_weights.double()
-        rhs = s.moment.double() - w0 @ gram - xi @ sqrt_gram.mT
+        rhs = matheron_rhs(self.statistics, prior_weights, generator)
         v = torch.cholesky_solve(rhs.unsqueeze(-1), self._chol).squeeze(-1)
         return v.to(prior_weights.dtype)
 
@@ -342,6 +330,47 @@ class DTCPosterior:
         if titsias:
             value = value - 0.5 * s.trace_gap.double()
         return value.to(self.dtype)
+
+
+def lift_diagonal(covar: Tensor) -> Tensor:
+    r"""Raise the negative diagonal entries of a ``... x q x q`` matrix to zero.
+
+    The DTC covariance is PSD in exact arithmetic; rounding can make a variance
+    slightly negative where it is nearly zero (at an inducing point, with little
+    noise). Only the diagonal is touched, and the lift carries no gradient.
+    """
+    diag = covar.diagonal(dim1=-2, dim2=-1)
+    lift = (diag.clamp_min(0) - diag).detach()
+    return covar + torch.diag_embed(lift)
+
+
+def matheron_rhs(
+    statistics: DTCStatistics,
+    prior_weights: Tensor,
+    generator: torch.Generator | None = None,
+) -> Tensor:
+    r"""``Z^T Lambda^{-1} (r - Z w_0 - eps)`` from the statistics, in float64.
+
+    The right-hand side of Matheron's rule in Nystrom coordinates (see
+    :meth:`DTCPosterior.matheron_update`): ``Z^T Lambda^{-1} eps`` is drawn as
+    ``N(0, gram)`` through a symmetric square root of ``gram``.
+
+    Args:
+        statistics: The statistics of the conditioning data.
+        prior_weights: A ``sample_shape x m'`` tensor ``w_0``.
+        generator: The random generator of the noise draw.
+
+    Returns:
+        A ``sample_shape x m'`` float64 tensor.
+    """
+    gram = statistics.gram.double()
+    evals, evecs = torch.linalg.eigh(0.5 * (gram + gram.mT))
+    sqrt_gram = evecs * evals.clamp_min(0).sqrt().unsqueeze(-2)
+    xi = torch.randn(prior_weights.shape, generator=generator, dtype=gram.dtype).to(
+        gram.device
+    )
+    w0 = prior_weights.double()
+    return statistics.moment.double() - w0 @ gram - xi @ sqrt_gram.mT
 
 
 def posterior_variance(

@@ -178,7 +178,7 @@ class IncrementalNystrom:
             )
         Z = self.embedding(X)
         K = kernel_matrix(self.kernel, X)
-        return self.posterior.mean(Z), self.posterior.covariance_of(Z, K)
+        return self.posterior.mean(Z), self.posterior.covariance(Z, K)
 
     def observed_variance(self) -> Tensor:
         r"""Posterior variances of the observed inputs (``O(t m^2)``)."""

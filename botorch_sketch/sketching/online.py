@@ -15,6 +15,13 @@ candidate set (a bandit's arms) current under those updates in ``O(A m q)``,
 where recomputing them would cost ``O(A m^2)``: the candidates' variances fall
 by the squared entries of ``L^{-1} P^T Z_A^T`` (``S = L L^T``).
 
+:class:`OnlineDTC` is also what :meth:`NystromGP.condition_on_observations
+<botorch_sketch.models.nystrom_gp.NystromGP.condition_on_observations>` uses:
+a model conditioned on ``q <= m'`` new observations (a BO step, a batch of
+fantasies) gets its posterior by the same Woodbury step, batched over the
+fantasies, instead of a new ``O(m^3)`` factorisation; larger additions fall back
+to adding statistics and refactorising, which is then the cheaper route.
+
 Both also grow by one inducing point whose span contains the data seen so far
 (exact GP-UCB, where every observed input is an inducing point): the new
 coordinate of every observation is then zero, so the statistics and ``C`` are
@@ -25,14 +32,21 @@ recursive updates at any time.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 
 import torch
+from botorch.exceptions.errors import UnsupportedError
 from gpytorch.kernels import Kernel
 from torch import Tensor
 
 from botorch_sketch.sketching.chunks import chunk_size_for, row_chunks
-from botorch_sketch.sketching.dtc import DTCPosterior, DTCStatistics
+from botorch_sketch.sketching.dtc import (
+    DTCPosterior,
+    DTCStatistics,
+    lift_diagonal,
+    matheron_rhs,
+)
 from botorch_sketch.sketching.kernels import kernel_matrix
 from botorch_sketch.sketching.nystrom import NystromEmbedding
 
@@ -53,10 +67,20 @@ class RankUpdate:
 
 
 class OnlineDTC:
-    r"""DTC weight posterior ``N(w, C)`` with Woodbury updates."""
+    r"""DTC weight posterior ``N(w, C)`` with Woodbury updates.
+
+    ``C`` is held as ``C_0 - G^T G``: an ``m' x m'`` matrix and a ``batch_shape x
+    k x m'`` downdate. Unbatched updates (a bandit's rounds, a BO step) fold
+    into ``C_0`` at once; updates that add batch dimensions (``fantasize``: one
+    posterior per fantasised outcome) stay in ``G``, so a batch of ``b``
+    fantasy posteriors of ``q`` points costs ``b q m'`` numbers, not ``b m'^2``.
+    The weights and ``C`` are kept in float64, as :class:`~botorch_sketch.
+    sketching.dtc.DTCPosterior` keeps its factor, and results are returned in
+    the embedded inputs' type.
+    """
 
     def __init__(self, statistics: DTCStatistics) -> None:
-        r"""Factorise the posterior of ``statistics`` (no batch dimensions).
+        r"""Factorise the posterior of ``statistics``.
 
         Args:
             statistics: The statistics of the data seen so far.
@@ -69,14 +93,44 @@ class OnlineDTC:
         r"""The posterior given no data, ``N(0, I)``, in ``dim`` coordinates."""
         return cls(DTCStatistics.empty(dim, like=like))
 
+    @classmethod
+    def from_posterior(cls, posterior: DTCPosterior) -> OnlineDTC:
+        r"""The same posterior, from a factorised one (one ``O(m^3)`` inverse)."""
+        online = cls.__new__(cls)
+        online.statistics = posterior.statistics
+        online._set_from(posterior)
+        return online
+
     @property
     def dim(self) -> int:
         r"""The embedding dimension ``m'``."""
         return self.weights.shape[-1]
 
+    @property
+    def batch_shape(self) -> torch.Size:
+        r"""The batch shape of the posterior (empty unless fantasies)."""
+        return self.weights.shape[:-1]
+
+    @property
+    def weight_covariance(self) -> Tensor:
+        r"""``C = C_0 - G^T G``, formed (``batch_shape x m' x m'``)."""
+        if self._downdate is None:
+            return self._base
+        return self._base - self._downdate.mT @ self._downdate
+
+    def copy(self) -> OnlineDTC:
+        r"""A copy that later updates leave apart (updates never work in place)."""
+        return copy.copy(self)
+
     def mean(self, Z: Tensor) -> Tensor:
         r"""Posterior mean minus the prior mean, ``Z w``, of ``... x n x m'`` inputs."""
-        return Z @ self.weights
+        w = self.weights.to(Z.dtype).unsqueeze(-1)
+        return (Z @ w).squeeze(-1)
+
+    def _times_covariance(self, Zd: Tensor) -> tuple[Tensor, Tensor | None]:
+        # Z C_0 and Z G^T (None without a downdate), never forming C.
+        ZG = None if self._downdate is None else Zd @ self._downdate.mT
+        return Zd @ self._base, ZG
 
     def variance(self, Z: Tensor, residual_var: Tensor) -> Tensor:
         r"""Posterior variance ``k - ||z||^2 + z^T C z`` (at least zero).
@@ -85,51 +139,139 @@ class OnlineDTC:
             Z: A ``... x n x m'`` tensor of embedded inputs.
             residual_var: The ``... x n`` tensor ``k(x, x) - ||z||^2``.
         """
-        return (residual_var + ((Z @ self.covariance) * Z).sum(-1)).clamp_min(0)
+        Zd = Z.to(self._base)
+        ZC, ZG = self._times_covariance(Zd)
+        quad = (ZC * Zd).sum(-1)
+        if ZG is not None:
+            quad = quad - ZG.pow(2).sum(-1)
+        return (residual_var + quad.to(Z.dtype)).clamp_min(0)
 
-    def covariance_of(self, Z: Tensor, K: Tensor) -> Tensor:
+    def covariance(self, Z: Tensor, K: Tensor) -> Tensor:
         r"""Posterior covariance ``K - Z Z^T + Z C Z^T`` of ``... x q`` inputs.
 
         Args:
             Z: A ``... x q x m'`` tensor of embedded inputs.
             K: Their ``... x q x q`` prior covariance.
+
+        Returns:
+            A ``broadcast(..., batch_shape) x q x q`` PSD matrix; its diagonal is
+            raised (never lowered) where rounding made it negative, as
+            :meth:`DTCPosterior.covariance` does.
         """
-        covar = K + (Z @ self.covariance - Z) @ Z.mT
-        return 0.5 * (covar + covar.mT)
+        Zd = Z.to(self._base)
+        ZC, ZG = self._times_covariance(Zd)
+        quad = ZC @ Zd.mT
+        if ZG is not None:
+            quad = quad - ZG @ ZG.mT
+        covar = K - Z @ Z.mT + quad.to(Z.dtype)
+        return lift_diagonal(0.5 * (covar + covar.mT))
+
+    def matheron_update(
+        self, prior_weights: Tensor, generator: torch.Generator | None = None
+    ) -> Tensor:
+        r"""Posterior minus prior weights (see :meth:`DTCPosterior.matheron_update`)."""
+        rhs = matheron_rhs(self.statistics, prior_weights, generator)
+        v = rhs @ self._base
+        if self._downdate is not None:
+            v = v - ((rhs.unsqueeze(-2) @ self._downdate.mT) @ self._downdate).squeeze(
+                -2
+            )
+        return v.to(prior_weights.dtype)
 
     def refactorise(self) -> None:
         r"""Recompute ``C`` and ``w`` from the statistics (``O(m^3)``)."""
-        posterior = DTCPosterior(self.statistics)
-        dtype = self.statistics.moment.dtype
-        self.covariance = torch.cholesky_inverse(posterior._chol).to(dtype)
-        self.weights = posterior.weights
+        self._set_from(DTCPosterior(self.statistics))
+
+    def _set_from(self, posterior: DTCPosterior) -> None:
+        self._base = torch.cholesky_inverse(posterior._chol)
+        self._downdate: Tensor | None = None
+        self.weights = posterior.weights64
 
     def update(
-        self, Z: Tensor, residual_var: Tensor, r: Tensor, noise: Tensor
+        self,
+        Z: Tensor,
+        residual_var: Tensor,
+        r: Tensor,
+        noise: Tensor,
+        statistics: DTCStatistics | None = None,
     ) -> RankUpdate:
-        r"""Absorb ``q`` observations.
+        r"""Absorb ``q`` observations by the Woodbury identity, ``O(q m^2)``.
 
         Args:
-            Z: A ``q x m'`` tensor of embedded inputs.
-            residual_var: A ``q`` tensor ``k(x, x) - ||z||^2`` (for the statistics).
-            r: A ``q`` tensor of residuals ``y - mu_0(x)``.
-            noise: A ``q`` tensor of noise variances.
+            Z: A ``batch_shape x q x m'`` tensor of embedded inputs.
+            residual_var: A ``batch_shape x q`` tensor ``k(x, x) - ||z||^2`` (for
+                the statistics).
+            r: A ``batch_shape x q`` tensor of residuals ``y - mu_0(x)``.
+            noise: A ``batch_shape x q`` tensor of noise variances.
+            statistics: The statistics of these observations, if already
+                computed.
 
         Returns:
             The update, to apply to tracked candidates.
         """
-        P = self.covariance @ Z.mT
-        S = Z @ P + torch.diag_embed(noise)
+        Zd = Z.to(self._base)
+        ZC, ZG = self._times_covariance(Zd)
+        if ZG is not None:
+            ZC = ZC - ZG @ self._downdate
+        P = ZC.mT  # C Z^T, ... x m' x q
+        S = Zd @ P + torch.diag_embed(noise.to(P))
         chol = torch.linalg.cholesky(0.5 * (S + S.mT))
-        innovation = r - Z @ self.weights
-        coefficients = torch.cholesky_solve(innovation.unsqueeze(-1), chol).squeeze(-1)
-        G = torch.linalg.solve_triangular(chol, P.mT, upper=False)  # q x m'
-        self.covariance = self.covariance - G.mT @ G
-        self.weights = self.weights + P @ coefficients
-        self.statistics = self.statistics + DTCStatistics.from_embedded(
-            Z, residual_var, r, noise
-        )
-        return RankUpdate(P=P, chol=chol, coefficients=coefficients)
+        innovation = r.to(P) - (Zd @ self.weights.unsqueeze(-1)).squeeze(-1)
+        coefficients = torch.cholesky_solve(innovation.unsqueeze(-1), chol)
+        G = torch.linalg.solve_triangular(chol, P.mT, upper=False)  # ... x q x m'
+        self.weights = self.weights + (P @ coefficients).squeeze(-1)
+        if self._downdate is None and G.dim() == 2:
+            self._base = self._base - G.mT @ G
+        elif self._downdate is None:
+            self._downdate = G
+        else:
+            batch = torch.broadcast_shapes(self._downdate.shape[:-2], G.shape[:-2])
+            self._downdate = torch.cat(
+                [
+                    self._downdate.expand(batch + self._downdate.shape[-2:]),
+                    G.expand(batch + G.shape[-2:]),
+                ],
+                dim=-2,
+            )
+        if statistics is None:
+            statistics = DTCStatistics.from_embedded(Z, residual_var, r, noise)
+        self.statistics = self.statistics + statistics
+        return RankUpdate(P=P, chol=chol, coefficients=coefficients.squeeze(-1))
+
+    def absorb(
+        self, embedding: NystromEmbedding, X: Tensor, r: Tensor, noise: Tensor
+    ) -> DTCStatistics:
+        r"""Absorb raw observations by the cheaper of the two routes.
+
+        Up to ``m'`` observations go through :meth:`update` (``O(q m^2)``); more
+        are accumulated in chunks (:meth:`DTCStatistics.from_data`) and the
+        posterior refactorised (``O(q m^2 + m^3)``), where the ``q x q`` Woodbury
+        system would cost more.
+
+        Args:
+            embedding: The Nystrom embedding the posterior is expressed in.
+            X: A ``batch_shape x q x d`` tensor of (input-transformed) inputs.
+            r: A ``batch_shape' x q`` tensor of residuals (broadcasting with
+                ``batch_shape``).
+            noise: Noise variances, broadcasting with ``r`` (shaped like the
+                inputs' batch, so that fantasies share their Gram matrix).
+
+        Returns:
+            The statistics of the new observations.
+        """
+        if X.shape[-2] > self.dim:
+            new = DTCStatistics.from_data(embedding, X, r, noise)
+            self.statistics = self.statistics + new
+            self.refactorise()
+            return new
+        # The noise is not expanded to the residuals' shape: the Gram matrix and
+        # the downdate then carry the inputs' batch dimensions only, shared by
+        # every fantasised outcome at those inputs.
+        Z = embedding(X)
+        residual_var = embedding.residual_variance(X, Z)
+        new = DTCStatistics.from_embedded(Z, residual_var, r, noise)
+        self.update(Z, residual_var, r, noise, statistics=new)
+        return new
 
     def extend(
         self,
@@ -172,14 +314,16 @@ class OnlineDTC:
             trace_gap=st.trace_gap - g_nn,
             num_data=st.num_data,
         )
-        u = self.covariance @ g
+        if self._downdate is not None:
+            raise UnsupportedError("A batched (fantasy) posterior cannot grow.")
+        u = self._base @ g
         schur = 1 + g_nn - g @ u
         delta = (b_new - g @ self.weights) / schur
-        C = self.covariance.new_empty(m + 1, m + 1)
-        C[:m, :m] = self.covariance + torch.outer(u, u) / schur
+        C = self._base.new_empty(m + 1, m + 1)
+        C[:m, :m] = self._base + torch.outer(u, u) / schur
         C[:m, m] = C[m, :m] = -u / schur
         C[m, m] = 1 / schur
-        self.covariance = C
+        self._base = C
         self.weights = torch.cat([self.weights - u * delta, delta.reshape(1)])
         return Border(u=u, schur=schur, delta=delta)
 
@@ -331,7 +475,7 @@ class TrackedCandidates:
         """
         z = self.Z[index].reshape(-1)
         k = kernel_matrix(self.kernel, self.X, self.X[index].reshape(1, -1))
-        return k.squeeze(-1) + self.Z @ (posterior.covariance @ z - z)
+        return k.squeeze(-1) + self.Z @ (posterior.weight_covariance @ z - z)
 
     def apply(self, update: RankUpdate) -> None:
         r"""Follow a rank-``q`` update of the posterior in ``O(A m q)``."""

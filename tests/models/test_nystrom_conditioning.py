@@ -1,0 +1,127 @@
+"""NystromGP.condition_on_observations goes through the bandits' OnlineDTC."""
+
+import torch
+from botorch.models.transforms import Normalize
+from gpytorch.kernels import RBFKernel, ScaleKernel
+from gpytorch.means import ZeroMean
+
+from botorch_sketch import NystromGP
+from botorch_sketch.sketching.incremental import IncrementalNystrom
+from botorch_sketch.sketching.online import OnlineDTC
+
+
+def _data(n, d=2, seed=0, **tkwargs):
+    g = torch.Generator().manual_seed(seed)
+    X = torch.rand(n, d, generator=g, dtype=torch.double).to(**tkwargs)
+    noise = 0.1 * torch.randn(n, 1, generator=g, dtype=torch.double).to(**tkwargs)
+    return X, torch.sin(6 * X).sum(-1, keepdim=True) + noise
+
+
+def _kernel(**tkwargs):
+    k = ScaleKernel(RBFKernel()).to(**tkwargs)
+    k.base_kernel.lengthscale = 0.25
+    k.outputscale = 1.5
+    return k
+
+
+def _model(X, Y, inducing, **tkwargs):
+    model = NystromGP(
+        X,
+        Y,
+        inducing=inducing,
+        covar_module=_kernel(**tkwargs),
+        input_transform=Normalize(X.shape[-1]),
+    )
+    model.likelihood.noise = 0.02
+    return model.eval()
+
+
+def test_chained_one_point_conditioning_matches_the_model_on_all_data(tkwargs):
+    X, Y = _data(250, **tkwargs)
+    Z = X[:20]
+    full = _model(X, Y, Z, **tkwargs)
+    model = _model(X[:50], Y[:50], Z, **tkwargs)
+    model.load_state_dict(full.state_dict())
+    for i in range(50, 250):
+        model = model.condition_on_observations(X[i : i + 1], Y[i : i + 1])
+    # The state after 200 Woodbury steps, not a refactorisation.
+    assert isinstance(model._posterior_state()[1], OnlineDTC)
+    Xt = torch.rand(30, 2, **tkwargs)
+    p, q = model.posterior(Xt), full.posterior(Xt)
+    torch.testing.assert_close(p.mean, q.mean, rtol=0, atol=1e-8)
+    torch.testing.assert_close(p.variance, q.variance, rtol=0, atol=1e-8)
+    torch.testing.assert_close(
+        p.distribution.covariance_matrix,
+        q.distribution.covariance_matrix,
+        rtol=0,
+        atol=1e-8,
+    )
+    assert model.train_X.shape[0] == 250
+
+
+def test_fantasies_are_batched_woodbury_steps_matching_refitted_models(tkwargs):
+    X, Y = _data(60, seed=1, **tkwargs)
+    Z = X[:15]
+    model = _model(X, Y, Z, **tkwargs)
+    Xf = torch.rand(4, 2, 2, **tkwargs)  # 4 batches of q = 2 points
+    Yf = torch.randn(3, 4, 2, 1, **tkwargs)  # 3 fantasies of each
+    fantasy = model.condition_on_observations(Xf, Yf)
+    assert fantasy.batch_shape == (3, 4)
+    # One m x m matrix and a 4 x 2 x m downdate, shared by the 3 fantasies.
+    state = fantasy._posterior_state()[1]
+    assert state._base.shape == (15, 15)
+    assert state._downdate.shape == (4, 2, 15)
+    Xt = torch.rand(4, 5, 2, **tkwargs)
+    post = fantasy.posterior(Xt)
+    for i in range(3):
+        for j in range(4):
+            ref = _model(torch.cat([X, Xf[j]]), torch.cat([Y, Yf[i, j]]), Z, **tkwargs)
+            ref.load_state_dict(model.state_dict())
+            p = ref.posterior(Xt[j])
+            torch.testing.assert_close(post.mean[i, j], p.mean, rtol=0, atol=1e-9)
+            torch.testing.assert_close(
+                post.variance[i, j], p.variance, rtol=0, atol=1e-9
+            )
+
+
+def test_more_points_than_inducing_refactorise_to_the_same_posterior(tkwargs):
+    X, Y = _data(200, seed=2, **tkwargs)
+    Z = X[:10]
+    full = _model(X, Y, Z, **tkwargs)
+    part = _model(X[:40], Y[:40], Z, **tkwargs)
+    part.load_state_dict(full.state_dict())
+    cond = part.condition_on_observations(X[40:], Y[40:])  # 160 > 10: refactorise
+    Xt = torch.rand(20, 2, **tkwargs)
+    torch.testing.assert_close(
+        cond.posterior(Xt).variance, full.posterior(Xt).variance, rtol=0, atol=1e-10
+    )
+
+
+def test_the_gp_and_the_bandit_model_share_one_online_posterior(tkwargs):
+    # A NystromGP with zero mean, no transforms and fixed noise, conditioned one
+    # point at a time, and the bandits' IncrementalNystrom on the same fixed
+    # dictionary, observing the same points, hold the same posterior.
+    X, Y = _data(120, seed=3, **tkwargs)
+    lam = 0.05
+    kernel = _kernel(**tkwargs).requires_grad_(False)
+    online = IncrementalNystrom(kernel, lam, 2, rule="none", **tkwargs)
+    for i in range(12):
+        online.observe(X[i], Y[i])
+    online.rebuild(torch.arange(12))
+    model = NystromGP(
+        X[:12],
+        Y[:12],
+        inducing=X[:12],
+        covar_module=kernel,
+        mean_module=ZeroMean(),
+        outcome_transform=None,
+    ).eval()
+    model.likelihood.noise = lam
+    for i in range(12, 120):
+        online.observe(X[i], Y[i])
+        model = model.condition_on_observations(X[i : i + 1], Y[i : i + 1])
+    Xt = torch.rand(25, 2, **tkwargs)
+    mean, var = online.mean_and_variance(Xt)
+    post = model.posterior(Xt.unsqueeze(-2))
+    torch.testing.assert_close(post.mean.reshape(-1), mean, rtol=0, atol=1e-9)
+    torch.testing.assert_close(post.variance.reshape(-1), var, rtol=0, atol=1e-9)
