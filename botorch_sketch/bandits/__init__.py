@@ -16,6 +16,11 @@ from botorch_sketch.bandits.contextual_environments import (
     GridActionEnvironment,
     StepDiagonal,
 )
+from botorch_sketch.bandits.continuous import ContinuousActionUCB
+from botorch_sketch.bandits.continuous_environments import (
+    ContinuousActionEnvironment,
+    ContinuousBump,
+)
 from botorch_sketch.bandits.dtc_ucb import DTCUCB
 from botorch_sketch.bandits.environments import (
     ContextualEnvironment,
@@ -33,6 +38,7 @@ from botorch_sketch.bandits.loop import (
     plot_experiments,
     plot_traces,
     run_contextual,
+    run_continuous_contextual,
     run_finite,
 )
 from botorch_sketch.bandits.pege import PEGE, SGDPEGE
@@ -57,6 +63,9 @@ __all__ = [
     "EKUCB",
     "Bump",
     "Chessboard",
+    "ContinuousActionEnvironment",
+    "ContinuousActionUCB",
+    "ContinuousBump",
     "DigitsBandit",
     "GridActionEnvironment",
     "KernelUCB",
@@ -85,6 +94,7 @@ __all__ = [
     "replay",
     "replay_side_by_side",
     "run_contextual",
+    "run_continuous_contextual",
     "run_finite",
     "sphere_arms_environment",
 ]

@@ -48,6 +48,42 @@ def _grid_actions(num_actions: int, generator: torch.Generator) -> Tensor:
     return idx.double() / 100
 
 
+def _bump_parameters(
+    actions: Tensor, context_dim: int, generator: torch.Generator
+) -> tuple[Tensor, Tensor, Tensor]:
+    r"""Draw Bump's ``a*`` in ``actions``, ``x* ~ U[0, 1]^c``, ``w* ~ U[-1, 1]^c``.
+
+    One draw order for :class:`Bump` and its continuous-action version
+    (:class:`~botorch_sketch.bandits.continuous_environments.ContinuousBump`), so
+    that one problem seed gives both the same function.
+    """
+    pick = torch.randint(actions.shape[0], (1,), generator=generator)
+    best_action = actions[pick].squeeze(0)
+    x_star = torch.rand(context_dim, generator=generator, dtype=torch.double)
+    w_star = 2 * torch.rand(context_dim, generator=generator, dtype=torch.double) - 1
+    return best_action, x_star, w_star
+
+
+def bump_reward(
+    x: Tensor, a: Tensor, best_action: Tensor, x_star: Tensor, w_star: Tensor
+) -> Tensor:
+    r"""Bump's expected reward ``max(0, 1 - |a - a*| - <w*, x - x*>)``.
+
+    Args:
+        x: A ``n x c`` tensor of contexts.
+        a: A ``n`` tensor of scalar actions.
+        best_action: The scalar ``a*``.
+        x_star: The ``c`` tensor ``x*``.
+        w_star: The ``c`` tensor ``w*``.
+
+    Returns:
+        A ``n`` tensor of expected rewards.
+    """
+    # The problem's parameters live on the CPU; follow the inputs' device.
+    shift = (x - x_star.to(x)) @ w_star.to(x)
+    return (1 - (a - best_action.to(a)).abs() - shift).clamp_min(0)
+
+
 class GridActionEnvironment(ContextualEnvironment):
     r"""Uniform contexts and a fixed finite set of scalar actions."""
 
@@ -111,16 +147,13 @@ class Bump(GridActionEnvironment):
     def __init__(self, context_dim: int = 5, **kwargs) -> None:
         r"""Draw ``a*`` (one of the actions), ``x*`` and ``w*``; see the base."""
         super().__init__(context_dim, **kwargs)
-        g = self.problem_generator
-        pick = torch.randint(self.actions.shape[0], (1,), generator=g)
-        self.best_action = self.actions[pick].squeeze(0)
-        self.x_star = torch.rand(context_dim, generator=g, dtype=torch.double)
-        self.w_star = 2 * torch.rand(context_dim, generator=g, dtype=torch.double) - 1
+        self.best_action, self.x_star, self.w_star = _bump_parameters(
+            self.actions, context_dim, self.problem_generator
+        )
 
     def expected_reward(self, x: Tensor, a: Tensor) -> Tensor:
         r"""``max(0, 1 - |a - a*| - <w*, x - x*>)`` (``n x 5`` and ``n`` inputs)."""
-        shift = (x - self.x_star) @ self.w_star
-        return (1 - (a - self.best_action).abs() - shift).clamp_min(0)
+        return bump_reward(x, a, self.best_action, self.x_star, self.w_star)
 
 
 class Chessboard(GridActionEnvironment):

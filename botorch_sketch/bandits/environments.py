@@ -8,6 +8,8 @@ r"""Bandit environments with known expected rewards, so regret can be booked.
   a Sobol arm set (:meth:`~FiniteArmEnvironment.from_test_function`).
 - :class:`ContextualEnvironment`: each round offers candidate feature vectors and
   knows their expected rewards.
+- :class:`NoisyRewards`: the Gaussian reward noise both contextual kinds share
+  (continuous actions: :mod:`botorch_sketch.bandits.continuous_environments`).
 """
 
 from __future__ import annotations
@@ -168,13 +170,30 @@ class FiniteArmEnvironment:
         return cls(unit, means, noise_std, generator)
 
 
-class ContextualEnvironment(ABC):
-    r"""A contextual bandit offering candidates with known expected rewards."""
+class NoisyRewards:
+    r"""Gaussian reward noise drawn from an explicit generator.
+
+    Shared by the contextual environments with finite candidate sets
+    (:class:`ContextualEnvironment`) and those with continuous actions
+    (:class:`~botorch_sketch.bandits.continuous_environments.
+    ContinuousActionEnvironment`), so that both draw their noise alike.
+    """
 
     def __init__(self, noise_std: float, generator: torch.Generator | None) -> None:
         r"""Store the reward noise and the random generator."""
         self.noise_std = noise_std
         self.generator = generator
+
+    def noisy(self, expected: Tensor) -> Tensor:
+        r"""A noisy observation of expected rewards."""
+        noise = torch.randn(
+            expected.shape, generator=self.generator, dtype=expected.dtype
+        ).to(expected.device)
+        return expected + self.noise_std * noise
+
+
+class ContextualEnvironment(NoisyRewards, ABC):
+    r"""A contextual bandit offering candidates with known expected rewards."""
 
     @abstractmethod
     def candidates(self) -> tuple[Tensor, Tensor]:
@@ -184,10 +203,3 @@ class ContextualEnvironment(ABC):
             The ``C x d`` candidate features (context joined with each action) and
             their ``C`` expected rewards.
         """
-
-    def noisy(self, expected: Tensor) -> Tensor:
-        r"""A noisy observation of expected rewards."""
-        noise = torch.randn(
-            expected.shape, generator=self.generator, dtype=expected.dtype
-        ).to(expected.device)
-        return expected + self.noise_std * noise

@@ -14,6 +14,10 @@ from tqdm.auto import tqdm
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
+from botorch_sketch.bandits.continuous import ContinuousActionUCB
+from botorch_sketch.bandits.continuous_environments import (
+    ContinuousActionEnvironment,
+)
 from botorch_sketch.bandits.environments import (
     ContextualEnvironment,
     FiniteArmEnvironment,
@@ -31,7 +35,9 @@ class BanditTrace:
         reward: Observed reward of each step (summed over the batch).
         step_time: Wall time of ``select`` plus ``update`` of each step (s).
         dictionary_size: The policy's dictionary size after each step.
-        indices: The arms (finite) or candidate rows (contextual) chosen.
+        indices: The arms (finite) or candidate rows (contextual) chosen; for
+            continuous actions (:func:`run_continuous_contextual`), the ``1 x a``
+            action played, so that :attr:`chosen` is ``T x a``.
     """
 
     name: str
@@ -150,6 +156,54 @@ def run_contextual(
         trace.reward.append(float(reward.sum()))
         trace.dictionary_size.append(policy.dictionary_size)
         trace.indices.append(index.detach().cpu().reshape(1))
+    return trace
+
+
+def run_continuous_contextual(
+    policy: ContinuousActionUCB,
+    env: ContinuousActionEnvironment,
+    num_rounds: int,
+    progress: bool = True,
+    name: str | None = None,
+) -> BanditTrace:
+    r"""Run a continuous-action contextual policy for ``num_rounds`` rounds.
+
+    Each round draws a context, times ``select`` plus ``update`` (not the
+    environment), and books the regret ``best_reward(x) - expected_reward(x, a)``
+    against the best action in the whole box, which the environment knows
+    exactly. ``indices`` holds the ``1 x a`` actions played.
+
+    Args:
+        policy: The policy: ``select(context) -> action`` and
+            ``update(state, reward)`` with ``state = [context, action]``.
+        env: The environment.
+        num_rounds: The number of rounds.
+        progress: Show a progress bar.
+        name: The trace's name; defaults to the policy's.
+
+    Returns:
+        The trace of the run.
+    """
+    trace = BanditTrace(name=name or policy.name)
+    for _ in tqdm(
+        range(num_rounds), desc=trace.name, disable=not progress, leave=False
+    ):
+        context = env.context()
+        start = time.perf_counter()
+        action = policy.select(context)
+        mid = time.perf_counter()
+        contexts, actions = context.unsqueeze(0), action.reshape(1, -1).to(context)
+        expected = env.expected_reward(contexts, actions)
+        reward = env.noisy(expected)
+        state = torch.cat([context.to(action), action.reshape(-1)])
+        resume = time.perf_counter()
+        policy.update(state, reward.to(action))
+        end = time.perf_counter()
+        trace.step_time.append((mid - start) + (end - resume))
+        trace.regret.append(float(env.best_reward(context) - expected.sum()))
+        trace.reward.append(float(reward.sum()))
+        trace.dictionary_size.append(policy.dictionary_size)
+        trace.indices.append(action.detach().cpu().reshape(1, -1))
     return trace
 
 
