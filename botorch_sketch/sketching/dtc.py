@@ -366,9 +366,11 @@ def matheron_rhs(
     gram = statistics.gram.double()
     evals, evecs = torch.linalg.eigh(0.5 * (gram + gram.mT))
     sqrt_gram = evecs * evals.clamp_min(0).sqrt().unsqueeze(-2)
-    xi = torch.randn(prior_weights.shape, generator=generator, dtype=gram.dtype).to(
-        gram.device
-    )
+    # Drawn on the generator's device (the CPU without one), then moved.
+    device = generator.device if generator is not None else "cpu"
+    xi = torch.randn(
+        prior_weights.shape, generator=generator, dtype=gram.dtype, device=device
+    ).to(gram.device)
     w0 = prior_weights.double()
     return statistics.moment.double() - w0 @ gram - xi @ sqrt_gram.mT
 

@@ -112,8 +112,14 @@ class RandomFourierFeatures(FeatureMap):
         self.base_kernel = base
         self.input_dim = input_dim
         self.num_features = num_features
-        W = torch.randn(input_dim, num_features, generator=generator, dtype=dtype)
-        b = torch.rand(num_features, generator=generator, dtype=dtype)
+        # Drawn on the generator's device (the CPU without one), then moved.
+        draw = {
+            "generator": generator,
+            "dtype": dtype,
+            "device": generator.device if generator is not None else "cpu",
+        }
+        W = torch.randn(input_dim, num_features, **draw)
+        b = torch.rand(num_features, **draw)
         self.weights = W.to(device)
         self.phases = (2 * math.pi * b).to(device)
 

@@ -22,11 +22,12 @@ from botorch_sketch import NystromGP, RidgeLeverageSampler
 
 
 @pytest.fixture(scope="module", params=[torch.double, torch.float], ids=["f64", "f32"])
-def fitted(request):
-    dtype = request.param
+def fitted(request, tkwargs):
+    dtype, device = request.param, tkwargs["device"]
     torch.manual_seed(0)
-    f = Hartmann(dim=6, negate=True, noise_std=0.1)
-    X = torch.rand(120, 6, dtype=dtype)
+    f = Hartmann(dim=6, negate=True, noise_std=0.1).to(device)
+    # Drawn on the CPU, then moved: the same inputs on every device.
+    X = torch.rand(120, 6, dtype=dtype).to(device)
     Y = f(X).unsqueeze(-1).to(dtype)
     model = NystromGP(
         X,
@@ -37,7 +38,7 @@ def fitted(request):
         input_transform=Normalize(6),
     )
     fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))
-    bounds = torch.stack([torch.zeros(6), torch.ones(6)]).to(dtype)
+    bounds = torch.stack([torch.zeros(6), torch.ones(6)]).to(X)
     return model, X, Y, bounds
 
 
@@ -64,20 +65,21 @@ def test_optimize_acqf(name, fitted):
         options={"maxiter": 20},
     )
     assert candidates.shape == (q, 6) and candidates.dtype == X.dtype
+    assert candidates.device == X.device
     assert torch.isfinite(value).all()
     assert ((candidates >= 0) & (candidates <= 1)).all()
 
 
 def test_ucb_gradient_reaches_the_inputs(fitted):
     model, X, Y, _ = fitted
-    Xt = torch.rand(5, 1, 6, dtype=X.dtype, requires_grad=True)
+    Xt = torch.rand(5, 1, 6, dtype=X.dtype, device=X.device, requires_grad=True)
     UpperConfidenceBound(model, beta=4.0)(Xt).sum().backward()
     assert torch.isfinite(Xt.grad).all() and Xt.grad.abs().sum() > 0
 
 
 def test_discrete_optimisation_and_thompson_sampling(fitted):
     model, X, _, _ = fitted
-    choices = torch.rand(300, 6, dtype=X.dtype)
+    choices = torch.rand(300, 6, dtype=X.dtype, device=X.device)
     candidates, _ = optimize_acqf_discrete(
         qUpperConfidenceBound(model, beta=4.0), q=3, choices=choices
     )
@@ -87,11 +89,11 @@ def test_discrete_optimisation_and_thompson_sampling(fitted):
     assert all((choices == p).all(-1).any() for p in picked)
 
 
-def test_model_list_of_nystrom_gps():
+def test_model_list_of_nystrom_gps(tkwargs):
     torch.manual_seed(0)
-    X = torch.rand(50, 2, dtype=torch.double)
+    X = torch.rand(50, 2, dtype=torch.double).to(**tkwargs)
     Y1, Y2 = X.sin().sum(-1, keepdim=True), X.cos().prod(-1, keepdim=True)
     model = ModelListGP(NystromGP(X, Y1), NystromGP(X, Y2))
     fit_gpytorch_mll(SumMarginalLogLikelihood(model.likelihood, model))
-    post = model.posterior(torch.rand(4, 2, dtype=torch.double))
+    post = model.posterior(torch.rand(4, 2, **tkwargs))
     assert post.mean.shape == (4, 2)

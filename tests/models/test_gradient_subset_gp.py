@@ -21,11 +21,14 @@ from botorch_sketch.sketching.kernels import kernel_matrix
 from botorch_sketch.sketching.subset import GradientDiversitySubset
 
 
-def _data(n=120, seed=0):
+def _data(tkwargs, n=120, seed=0):
+    # Drawn on the CPU (where the generator lives), then moved: the same data on
+    # every device.
     g = torch.Generator().manual_seed(seed)
-    f = Hartmann(dim=3, negate=True)
-    X = torch.rand(n, 3, generator=g, dtype=torch.double)
-    Y = f(X).unsqueeze(-1) + 0.05 * torch.randn(n, 1, generator=g, dtype=torch.double)
+    f = Hartmann(dim=3, negate=True).to(**tkwargs)
+    X = torch.rand(n, 3, generator=g, dtype=torch.double).to(**tkwargs)
+    noise = torch.randn(n, 1, generator=g, dtype=torch.double).to(**tkwargs)
+    Y = f(X).unsqueeze(-1) + 0.05 * noise
     return X, Y
 
 
@@ -52,26 +55,26 @@ def _as_single_task_gp(model):
     return ref.eval()
 
 
-def test_is_exactly_a_single_task_gp_on_its_subset():
-    X, Y = _data()
+def test_is_exactly_a_single_task_gp_on_its_subset(tkwargs):
+    X, Y = _data(tkwargs)
     model = _fit(_model(X, Y)).eval()
     assert model.train_inputs[0].shape == (40, 3)
     ref = _as_single_task_gp(model)
-    Xt = torch.rand(25, 3, dtype=torch.double)
+    Xt = torch.rand(25, 3, **tkwargs)
     a, b = model.posterior(Xt), ref.posterior(Xt)
     assert torch.allclose(a.mean, b.mean, atol=1e-10)
     assert torch.allclose(a.variance, b.variance, atol=1e-10)
 
 
-def test_small_data_is_single_task_gp_on_everything():
-    X, Y = _data(n=30)
+def test_small_data_is_single_task_gp_on_everything(tkwargs):
+    X, Y = _data(tkwargs, n=30)
     model = _fit(_model(X, Y))
-    assert torch.equal(model.subset_indices, torch.arange(30))
+    assert torch.equal(model.subset_indices, torch.arange(30, device=X.device))
     assert torch.equal(model.train_inputs[0], X)
 
 
-def test_forced_points_are_always_in_the_subset_and_fit_reselects():
-    X, Y = _data()
+def test_forced_points_are_always_in_the_subset_and_fit_reselects(tkwargs):
+    X, Y = _data(tkwargs)
     model = _model(X, Y)
     before = model.subset_indices.clone()
     _fit(model)
@@ -83,8 +86,8 @@ def test_forced_points_are_always_in_the_subset_and_fit_reselects():
     assert chosen != set(before.tolist())
 
 
-def test_selection_is_deterministic_under_a_seed():
-    X, Y = _data()
+def test_selection_is_deterministic_under_a_seed(tkwargs):
+    X, Y = _data(tkwargs)
     a = _fit(_model(X, Y, seed=3)).subset_indices
     b = _fit(_model(X, Y, seed=3)).subset_indices
     c = _fit(_model(X, Y, seed=4)).subset_indices
@@ -92,10 +95,10 @@ def test_selection_is_deterministic_under_a_seed():
     assert set(a.tolist()) != set(c.tolist())
 
 
-def test_feature_gradients_have_kernel_geometry_and_residual_signs():
+def test_feature_gradients_have_kernel_geometry_and_residual_signs(tkwargs):
     # On the subset, z(x_i)^T z(x_j) = k(x_i, x_j), so the gradient Gram matrix
     # is r r^T * K_UU: cosines combine closeness and residual signs.
-    X, Y = _data()
+    X, Y = _data(tkwargs)
     model = _fit(_model(X, Y)).eval()
     G = model.full_gradients()
     r = scalar_residual_gradients(model, *_transformed(model), _noise(model)).squeeze(
@@ -118,8 +121,8 @@ def _noise(model):
     return model.likelihood.noise.reshape(-1)[:1].expand(model.full_train_X.shape[0])
 
 
-def test_residuals_match_the_posterior_predictive():
-    X, Y = _data()
+def test_residuals_match_the_posterior_predictive(tkwargs):
+    X, Y = _data(tkwargs)
     model = _fit(_model(X, Y)).eval()
     post = model.posterior(X, observation_noise=True)
     scale = model.outcome_transform.stdvs.squeeze()
@@ -128,8 +131,8 @@ def test_residuals_match_the_posterior_predictive():
     assert torch.allclose(r.squeeze(-1), expected.detach(), rtol=1e-6, atol=1e-8)
 
 
-def test_random_rule_runs_once_and_skips_the_second_fit():
-    X, Y = _data()
+def test_random_rule_runs_once_and_skips_the_second_fit(tkwargs):
+    X, Y = _data(tkwargs)
     rule = RandomSubset(generator=torch.Generator().manual_seed(0))
     model = _model(X, Y, subset_rule=rule)
     before = model.subset_indices.clone()
@@ -137,25 +140,25 @@ def test_random_rule_runs_once_and_skips_the_second_fit():
     assert torch.equal(model.subset_indices, before)
 
 
-def test_fixed_noise_follows_the_subset():
-    X, Y = _data()
+def test_fixed_noise_follows_the_subset(tkwargs):
+    X, Y = _data(tkwargs)
     Yvar = torch.full_like(Y, 0.01)
     model = _fit(_model(X, Y, train_Yvar=Yvar)).eval()
     assert model.likelihood.noise.shape == (40,)
     ref = _as_single_task_gp(model)
-    Xt = torch.rand(5, 3, dtype=torch.double)
+    Xt = torch.rand(5, 3, **tkwargs)
     assert torch.allclose(model.posterior(Xt).mean, ref.posterior(Xt).mean)
 
 
-def test_fantasize_knowledge_gradient_pathwise_and_cached_nei():
-    X, Y = _data()
+def test_fantasize_knowledge_gradient_pathwise_and_cached_nei(tkwargs):
+    X, Y = _data(tkwargs)
     model = _fit(_model(X, Y)).eval()
-    Xt = torch.rand(4, 1, 3, dtype=torch.double)
+    Xt = torch.rand(4, 1, 3, **tkwargs)
     sampler = SobolQMCNormalSampler(sample_shape=torch.Size([3]))
-    fantasy = model.fantasize(torch.rand(2, 3, dtype=torch.double), sampler)
+    fantasy = model.fantasize(torch.rand(2, 3, **tkwargs), sampler)
     assert fantasy.train_inputs[0].shape == (3, 42, 3)
     kg = qKnowledgeGradient(model, num_fantasies=4)
-    values = kg(torch.rand(2, 1 + 4, 3, dtype=torch.double))
+    values = kg(torch.rand(2, 1 + 4, 3, **tkwargs))
     assert values.shape == (2,) and torch.isfinite(values).all()
     paths = draw_matheron_paths(model, sample_shape=torch.Size([5]))
     assert paths(Xt.squeeze(1)).shape == (5, 4)
@@ -164,8 +167,8 @@ def test_fantasize_knowledge_gradient_pathwise_and_cached_nei():
     assert torch.isfinite(nei(Xt)).all()
 
 
-def test_bad_input_names_the_problem():
-    X, Y = _data()
+def test_bad_input_names_the_problem(tkwargs):
+    X, Y = _data(tkwargs)
     with pytest.raises(InputDataError, match="subset_size"):
         GradientSubsetGP(X, Y, subset_size=12, num_initial=10, num_newest=2)
     with pytest.raises(UnsupportedError, match="batched"):
@@ -174,10 +177,10 @@ def test_bad_input_names_the_problem():
         GradientSubsetGP(X, torch.full_like(Y, float("nan")))
 
 
-def test_constructor_and_construct_inputs_follow_ax_conventions():
+def test_constructor_and_construct_inputs_follow_ax_conventions(tkwargs):
     parameters = inspect.signature(GradientSubsetGP.__init__).parameters.values()
     assert all(p.kind is p.POSITIONAL_OR_KEYWORD for p in list(parameters)[1:])
-    X, Y = _data()
+    X, Y = _data(tkwargs)
     dataset = SupervisedDataset(
         X, Y, feature_names=["a", "b", "c"], outcome_names=["y"]
     )
@@ -190,8 +193,8 @@ def test_constructor_and_construct_inputs_follow_ax_conventions():
         GradientSubsetGP.construct_inputs(dataset, task_feature=0)
 
 
-def test_gradient_function_is_pluggable():
-    X, Y = _data()
+def test_gradient_function_is_pluggable(tkwargs):
+    X, Y = _data(tkwargs)
     calls = []
 
     def gradient(model, X, Y, noise):
@@ -203,7 +206,7 @@ def test_gradient_function_is_pluggable():
 
 
 @pytest.mark.parametrize("rounds", [1, 2])
-def test_fit_rounds_count_the_fits(rounds, monkeypatch):
+def test_fit_rounds_count_the_fits(rounds, monkeypatch, tkwargs):
     from botorch_sketch.models import gradient_subset_gp as module
 
     events = []
@@ -219,7 +222,7 @@ def test_fit_rounds_count_the_fits(rounds, monkeypatch):
 
     monkeypatch.setattr(module, "_fit_fallback", fit)
     monkeypatch.setattr(GradientSubsetGP, "select_subset", select)
-    X, Y = _data()
+    X, Y = _data(tkwargs)
     model = _model(X, Y, fit_rounds=rounds)
     before = set(model.subset_indices.tolist())
     _fit(model)
@@ -230,12 +233,12 @@ def test_fit_rounds_count_the_fits(rounds, monkeypatch):
         _model(X, Y, fit_rounds=0)
 
 
-def test_a_subset_of_standardised_data_does_not_warn():
+def test_a_subset_of_standardised_data_does_not_warn(tkwargs):
     import warnings
 
     from botorch.exceptions.warnings import InputDataWarning
 
-    X, Y = _data()
+    X, Y = _data(tkwargs)
     Y = (Y - Y.mean()) / Y.std()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -246,8 +249,8 @@ def test_a_subset_of_standardised_data_does_not_warn():
         GradientSubsetGP(X, 10 + 5 * Y, subset_size=None, outcome_transform=None)
 
 
-def test_num_best_forces_the_incumbents():
-    X, Y = _data()
+def test_num_best_forces_the_incumbents(tkwargs):
+    X, Y = _data(tkwargs)
     model = _fit(_model(X, Y, num_best=5))
     best = set(Y.squeeze(-1).argsort(descending=True)[:5].tolist())
     assert best <= set(model.subset_indices.tolist())

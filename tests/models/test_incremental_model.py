@@ -8,24 +8,24 @@ from botorch_sketch.sketching.incremental import IncrementalNystrom
 from botorch_sketch.sketching.kors import KORS
 
 
-def _model(n=80):
-    k = RBFKernel().double()
+def _model(tkwargs, n=80):
+    k = RBFKernel().to(**tkwargs)
     k.lengthscale = 0.2
     k.requires_grad_(False)
-    g = torch.Generator().manual_seed(0)
+    g = torch.Generator().manual_seed(0)  # on the CPU, whatever the device
     rule = KORS(mu=0.5, gamma=3.0, generator=g)
-    model = IncrementalNystrom(k, 0.5, 2, rule=rule)
-    X = torch.rand(n, 2, generator=g, dtype=torch.double)
+    model = IncrementalNystrom(k, 0.5, 2, rule=rule, **tkwargs)
+    X = torch.rand(n, 2, generator=g, dtype=tkwargs["dtype"]).to(**tkwargs)
     y = torch.exp(-((X[:, 1] - 0.3 - 0.4 * X[:, 0]) ** 2) / 0.02)
     for i in range(n):
         model.observe(X[i], y[i])
     return model
 
 
-def test_posterior_matches_the_model():
-    model = _model()
+def test_posterior_matches_the_model(tkwargs):
+    model = _model(tkwargs)
     wrapper = IncrementalNystromModel(model)
-    X = torch.rand(3, 5, 2, dtype=torch.double)
+    X = torch.rand(3, 5, 2, **tkwargs)
     post = wrapper.posterior(X)
     assert post.mean.shape == (3, 5, 1)
     mean, var = model.mean_and_variance(X.reshape(-1, 2))
@@ -39,14 +39,14 @@ def test_posterior_matches_the_model():
         wrapper.posterior(X, output_indices=[1])
 
 
-def test_ucb_action_refines_a_grid_with_the_context_fixed():
-    model = _model()
-    context = torch.tensor([0.5], dtype=torch.double)
-    bounds = torch.tensor([[0.0], [1.0]], dtype=torch.double)
+def test_ucb_action_refines_a_grid_with_the_context_fixed(tkwargs):
+    model = _model(tkwargs)
+    context = torch.tensor([0.5], **tkwargs)
+    bounds = torch.tensor([[0.0], [1.0]], **tkwargs)
     beta = 0.3
     action, value = ucb_action(model, context, bounds, beta)
     assert action.shape == (1,) and 0 <= float(action) <= 1
-    grid = torch.linspace(0, 1, 11, dtype=torch.double)
+    grid = torch.linspace(0, 1, 11, **tkwargs)
     states = torch.stack([torch.full_like(grid, 0.5), grid], -1)
     mean, var = model.mean_and_variance(states)
     grid_scores = mean + beta * (var / model.noise_var).sqrt()
@@ -64,6 +64,6 @@ def test_ucb_action_refines_a_grid_with_the_context_fixed():
     assert float(refined_value) >= float(grid_scores.max()) - 1e-12
     assert abs(float(refined) - 0.5) < 0.15
     with pytest.raises(InputDataError):
-        ucb_action(model, torch.zeros(2, dtype=torch.double), bounds, beta)
+        ucb_action(model, torch.zeros(2, **tkwargs), bounds, beta)
     with pytest.raises(InputDataError):
-        ucb_action(model, context, bounds, beta, grid=torch.zeros(3, 2))
+        ucb_action(model, context, bounds, beta, grid=torch.zeros(3, 2, **tkwargs))

@@ -25,11 +25,15 @@ from botorch_sketch import (
 )
 
 
-def _data(n=40, d=3, seed=0, noise_sd=0.1, **tkwargs):
+def _data(n=40, d=3, seed=0, noise_sd=0.1, dtype=torch.double, device=None):
+    # Drawn on the CPU (where the generator lives), then moved: the same data on
+    # every device.
     g = torch.Generator().manual_seed(seed)
-    X = 2 + 3 * torch.rand(n, d, generator=g, **tkwargs)  # not the unit cube
+    X = 2 + 3 * torch.rand(n, d, generator=g, dtype=dtype)  # not the unit cube
+    noise = noise_sd * torch.randn(n, 1, generator=g, dtype=dtype)
+    X, noise = X.to(device), noise.to(device)
     Y = torch.sin(2 * X).sum(-1, keepdim=True)
-    return X, 5 + Y + noise_sd * torch.randn(n, 1, generator=g, **tkwargs)
+    return X, 5 + Y + noise
 
 
 def _all_points(n):
@@ -274,8 +278,8 @@ def test_to_moves_data_and_drops_the_cache(tkwargs):
     assert model.posterior(X[:2].float()).mean.dtype == torch.float32
 
 
-def test_float32_end_to_end():
-    X, Y = _data(n=80, dtype=torch.float32)
+def test_float32_end_to_end(tkwargs):
+    X, Y = _data(n=80, dtype=torch.float32, device=tkwargs["device"])
     model = NystromGP(X, Y, input_transform=Normalize(3))
     fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))
     post = model.posterior(X[:10])
@@ -295,13 +299,12 @@ def test_variance_stays_at_the_prior_far_from_the_data(tkwargs):
     kernel.base_kernel.lengthscale = 1 / math.sqrt(200)
     with torch.no_grad():
         K = kernel(grid).to_dense() + 1e-8 * torch.eye(400, **tkwargs)
-        f = torch.linalg.cholesky(K) @ torch.randn(400, generator=g, **tkwargs)
+        w = torch.randn(400, generator=g, dtype=tkwargs["dtype"]).to(**tkwargs)
+        f = torch.linalg.cholesky(K) @ w
     for t in (6, 63, 215):
-        idx = torch.randint(0, 200, (t,), generator=g)
-        X, Y = (
-            grid[idx],
-            (f[idx] + 0.1 * torch.randn(t, generator=g, **tkwargs))[:, None],
-        )
+        idx = torch.randint(0, 200, (t,), generator=g).to(tkwargs["device"])
+        eps = torch.randn(t, generator=g, dtype=tkwargs["dtype"]).to(**tkwargs)
+        X, Y = grid[idx], (f[idx] + 0.1 * eps)[:, None]
         model = NystromGP(
             X,
             Y,
@@ -335,16 +338,20 @@ def test_greedy_rule_in_the_model(tkwargs):
     assert model.inducing_index.numel() == 20
 
 
+def _row(i, like):
+    return torch.tensor([i], device=like.device)
+
+
 @pytest.mark.parametrize(
     "make, error, match",
     [
         (
-            lambda X, Y: (X.clone().index_fill_(0, torch.tensor([3]), float("nan")), Y),
+            lambda X, Y: (X.clone().index_fill_(0, _row(3, X), float("nan")), Y),
             InputDataError,
             "train_X contains NaN",
         ),
         (
-            lambda X, Y: (X, Y.clone().index_fill_(0, torch.tensor([3]), float("inf"))),
+            lambda X, Y: (X, Y.clone().index_fill_(0, _row(3, Y), float("inf"))),
             InputDataError,
             "train_Y contains infinite",
         ),
@@ -394,15 +401,15 @@ def test_standardize_default_and_none(tkwargs):
     assert not hasattr(NystromGP(X, Y, outcome_transform=None), "outcome_transform")
 
 
-def test_posterior_over_a_large_batch_of_single_points():
+def test_posterior_over_a_large_batch_of_single_points(tkwargs):
     # Acquisition functions evaluate b x 1 x d raw samples. The batch must be
     # folded into one block (expanding the m x m factor per point would need
     # 50,000 x 256 x 256 doubles, 26 GB), and agree with the joint posterior.
     g = torch.Generator().manual_seed(0)
-    X = torch.rand(400, 3, generator=g, dtype=torch.double)
+    X = torch.rand(400, 3, generator=g, dtype=torch.double).to(**tkwargs)
     Y = X.sum(-1, keepdim=True).sin()
     model = NystromGP(X, Y, inducing=X[:256].clone()).eval()
-    cand = torch.rand(50_000, 3, generator=g, dtype=torch.double)
+    cand = torch.rand(50_000, 3, generator=g, dtype=torch.double).to(**tkwargs)
     with torch.no_grad():
         batched = model.posterior(cand.unsqueeze(-2))
         joint = model.posterior(cand[:50])
@@ -413,12 +420,12 @@ def test_posterior_over_a_large_batch_of_single_points():
     )
 
 
-def test_fitting_on_a_subset_shares_the_hyperparameters_and_keeps_all_data():
+def test_fitting_on_a_subset_shares_the_hyperparameters_and_keeps_all_data(tkwargs):
     g = torch.Generator().manual_seed(3)
-    X = torch.rand(1000, 2, generator=g, dtype=torch.double)
+    X = torch.rand(1000, 2, generator=g, dtype=torch.double).to(**tkwargs)
     Y = (6 * X).sin().sum(-1, keepdim=True) + 0.1 * torch.randn(
         1000, 1, generator=g, dtype=torch.double
-    )
+    ).to(**tkwargs)
 
     def fitted(subset):
         model = NystromGP(X, Y, input_transform=Normalize(2))
@@ -439,28 +446,26 @@ def test_fitting_on_a_subset_shares_the_hyperparameters_and_keeps_all_data():
     assert bool(torch.isin(sub.inducing_index, sub._subset_rows()).all())
     _, stats = sub._embedding_and_statistics()
     assert float(stats.num_data) == 1000
-    Xt = torch.rand(200, 2, generator=g, dtype=torch.double)
+    Xt = torch.rand(200, 2, generator=g, dtype=torch.double).to(**tkwargs)
     with torch.no_grad():
         diff = sub.posterior(Xt).mean - full.posterior(Xt).mean
     assert float(diff.abs().max()) < 0.1
 
 
-def test_fitting_on_a_subset_with_known_noise_is_refused():
-    X = torch.rand(50, 2, dtype=torch.double)
-    model = NystromGP(
-        X, X.sum(-1, keepdim=True), torch.full((50, 1), 0.01, dtype=torch.double)
-    )
+def test_fitting_on_a_subset_with_known_noise_is_refused(tkwargs):
+    X = torch.rand(50, 2, **tkwargs)
+    model = NystromGP(X, X.sum(-1, keepdim=True), torch.full((50, 1), 0.01, **tkwargs))
     model.fit_subset_size = 20
     with pytest.raises(UnsupportedError, match="fit_subset_size"):
         fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))
 
 
-def test_acquisition_evaluations_reuse_the_posterior_state(monkeypatch):
+def test_acquisition_evaluations_reuse_the_posterior_state(monkeypatch, tkwargs):
     # Acquisition functions call model.to(X) on every evaluation: that must not
     # throw away the O(n m^2) statistics unless it changes dtype or device.
     from botorch.acquisition import LogExpectedImprovement
 
-    X = torch.rand(300, 2, dtype=torch.double)
+    X = torch.rand(300, 2, **tkwargs)
     Y = X.sum(-1, keepdim=True).sin()
     model = NystromGP(X, Y).eval()
     calls = []
@@ -471,10 +476,11 @@ def test_acquisition_evaluations_reuse_the_posterior_state(monkeypatch):
         lambda self: calls.append(1) or original(self),
     )
     acqf = LogExpectedImprovement(model, best_f=Y.max())
-    Xt = torch.rand(4, 1, 2, dtype=torch.double, requires_grad=True)
+    Xt = torch.rand(4, 1, 2, **tkwargs, requires_grad=True)
     for _ in range(3):
         acqf(Xt).sum().backward()
     assert len(calls) == 1
     model.to(torch.float)
     model.posterior(Xt.detach().float())
     assert len(calls) == 2 and model.train_X.dtype == torch.float
+    assert model.train_X.device == X.device

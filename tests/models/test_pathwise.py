@@ -8,13 +8,19 @@ from botorch.test_functions import Branin
 from botorch_sketch import NystromGP, RidgeLeverageSampler
 
 
-def _model(n=300, seed=0):
+def _uniform(f, n, tkwargs, generator=None):
+    # Drawn on the CPU (where generators live), then moved: the same points on
+    # every device.
+    u = torch.rand(n, 2, generator=generator, dtype=tkwargs["dtype"]).to(**tkwargs)
+    return f.bounds[0] + (f.bounds[1] - f.bounds[0]) * u
+
+
+def _model(tkwargs, n=300, seed=0):
     g = torch.Generator().manual_seed(seed)
-    f = Branin(negate=True)
-    X = f.bounds[0] + (f.bounds[1] - f.bounds[0]) * torch.rand(
-        n, 2, generator=g, dtype=torch.double
-    )
-    Y = (f(X) + 2.0 * torch.randn(n, generator=g, dtype=torch.double)).unsqueeze(-1)
+    f = Branin(negate=True).to(**tkwargs)
+    X = _uniform(f, n, tkwargs, generator=g)
+    noise = torch.randn(n, generator=g, dtype=tkwargs["dtype"]).to(**tkwargs)
+    Y = (f(X) + 2.0 * noise).unsqueeze(-1)
     model = NystromGP(
         X,
         Y,
@@ -28,14 +34,12 @@ def _model(n=300, seed=0):
     return model.eval(), f
 
 
-def test_matheron_paths_match_the_dtc_posterior():
+def test_matheron_paths_match_the_dtc_posterior(tkwargs):
     torch.manual_seed(0)
-    model, f = _model()
+    model, f = _model(tkwargs)
     assert model.inducing_points.shape[0] < 300  # a genuine sketch
     g = torch.Generator().manual_seed(2)
-    Xt = f.bounds[0] + (f.bounds[1] - f.bounds[0]) * torch.rand(
-        25, 2, generator=g, dtype=torch.double
-    )
+    Xt = _uniform(f, 25, tkwargs, generator=g)
     paths = draw_matheron_paths(model, sample_shape=torch.Size([4000]))
     with torch.no_grad():
         draws = paths(Xt)  # 4000 x 25, in the data's units
@@ -48,13 +52,11 @@ def test_matheron_paths_match_the_dtc_posterior():
     assert 0.85 < float(ratio.min()) and float(ratio.max()) < 1.15
 
 
-def test_thompson_sampling_over_many_candidates():
+def test_thompson_sampling_over_many_candidates(tkwargs):
     torch.manual_seed(1)
-    model, f = _model()
+    model, f = _model(tkwargs)
     path_model = get_matheron_path_model(model)
-    cand = f.bounds[0] + (f.bounds[1] - f.bounds[0]) * torch.rand(
-        100_000, 2, dtype=torch.double
-    )
+    cand = _uniform(f, 100_000, tkwargs)
     with torch.no_grad():
         values = path_model(cand.unsqueeze(-2)).reshape(-1)
     assert values.shape == (100_000,) and bool(torch.isfinite(values).all())

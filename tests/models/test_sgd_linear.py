@@ -11,13 +11,15 @@ from botorch_sketch.sketching.features import RandomFourierFeatures
 from botorch_sketch.sketching.sgd import Constant
 
 
-def _linear_data(n, d, seed, **tkwargs):
+def _linear_data(n, d, seed, dtype=torch.double, device=None):
+    # Drawn on the CPU (where the generator lives), then moved: the same data on
+    # every device.
     g = torch.Generator().manual_seed(seed)
-    X = torch.randn(n, d, generator=g, **tkwargs)
+    X = torch.randn(n, d, generator=g, dtype=dtype)
     X = X / X.norm(dim=-1, keepdim=True)
-    w = torch.randn(d, generator=g, **tkwargs)
-    Y = (X @ w + 0.1 * torch.randn(n, generator=g, **tkwargs)).unsqueeze(-1)
-    return X, Y, w
+    w = torch.randn(d, generator=g, dtype=dtype)
+    Y = (X @ w + 0.1 * torch.randn(n, generator=g, dtype=dtype)).unsqueeze(-1)
+    return X.to(device), Y.to(device), w.to(device)
 
 
 def test_exact_variance_is_the_bayesian_linear_posterior(tkwargs):
@@ -64,14 +66,14 @@ def test_optimize_acqf_with_ucb_on_random_fourier_features(tkwargs):
     kernel = RBFKernel().to(**tkwargs)
     kernel.lengthscale = 0.3
     features = RandomFourierFeatures(kernel, 2, 200, generator=g, **tkwargs)
-    X = torch.rand(40, 2, generator=g, **tkwargs)
+    X = torch.rand(40, 2, generator=g, dtype=tkwargs["dtype"]).to(**tkwargs)
     Y = torch.sin(3 * X).sum(-1, keepdim=True)
     model = SGDLinearModel(X, Y, feature_map=features, noise_var=0.01, generator=g)
     bounds = torch.tensor([[0.0, 0.0], [1.0, 1.0]], **tkwargs)
     acqf = UpperConfidenceBound(model, beta=4.0)
     x, value = optimize_acqf(acqf, bounds, q=1, num_restarts=4, raw_samples=64)
     assert x.shape == (1, 2) and bool(((x >= 0) & (x <= 1)).all())
-    grid = torch.rand(256, 1, 2, generator=g, **tkwargs)
+    grid = torch.rand(256, 1, 2, generator=g, dtype=tkwargs["dtype"]).to(**tkwargs)
     assert float(value) >= float(acqf(grid).max()) - 1e-6
 
 
