@@ -2,14 +2,21 @@
 r"""``NystromGP`` at up to a million observations: the cost of each part.
 
 Hartmann6 on the first six of ``d`` uniform inputs (``d = 6`` and ``d = 20``, the
-other inputs inactive), noise sd 0.1. For each ``n`` the parts of one BO
+other inputs inactive), noise sd 0.1. For each ``(d, n, m)`` the parts of one BO
 iteration are timed in a fresh process, whose peak resident memory is
 reported: building the model (the inducing rule at the initial
 hyperparameters), fitting (hyperparameters and the inducing rule on a random
-subset of 10,000 points, ``NystromGP.fit_subset_size``), the posterior state
-(embedding and statistics of all ``n`` points), one ``optimize_acqf`` of
+subset of 2,000 points, ``NystromGP.fit_subset_size``: at ``n = 10^5`` a
+subset of 10,000 took 7x longer for a held-out NLL 0.01 worse), the posterior
+state (embedding and statistics of all ``n`` points), one ``optimize_acqf`` of
 ``LogExpectedImprovement`` (10 restarts, 512 raw samples), and the held-out log
 likelihood on 10,000 points.
+
+At the largest ``n`` of the budget, BoTorch's ``SingleTaskVariationalGP`` with
+the same ``m`` then races to the same held-out NLL in another fresh process
+(:func:`~botorch_sketch.benchmarks.svgp_race.race_svgp`); the ratio compares
+its time to reach it with the time ``NystromGP`` took to be ready for the
+acquisition (build, fit and posterior state).
 """
 
 from __future__ import annotations
@@ -27,15 +34,21 @@ from botorch.test_functions import Hartmann
 from gpytorch.mlls import ExactMarginalLogLikelihood
 
 from botorch_sketch.benchmarks.metrics import held_out_accuracy
+from botorch_sketch.benchmarks.svgp_race import RaceResult, race_svgp
 from botorch_sketch.models.nystrom_gp import NystromGP
 from botorch_sketch.sketching.selection import GreedyVarianceSelector
 
+#: ``(d, n, m)`` cases of each budget.
 BUDGETS = {
-    "small": [(6, 10_000), (6, 100_000), (20, 100_000)],
-    "large": [(6, 100_000), (6, 1_000_000), (20, 1_000_000)],
+    "small": [(6, 10_000, 256), (6, 100_000, 256), (20, 100_000, 256)],
+    "large": [
+        (6, 100_000, 256),
+        (6, 1_000_000, 256),
+        (20, 1_000_000, 256),
+        (6, 1_000_000, 512),
+    ],
 }
-NUM_INDUCING = 256
-FIT_SUBSET = 10_000
+FIT_SUBSET = 2_000
 
 
 @dataclass
@@ -51,11 +64,17 @@ class Row:
     acquisition: float
     nll: float
     peak_mb: float
+    svgp: RaceResult | None = None
 
     @property
     def iteration(self) -> float:
         r"""Seconds for one full BO iteration (all parts but the held-out check)."""
         return self.build + self.fit + self.state + self.acquisition
+
+    @property
+    def ready(self) -> float:
+        r"""Seconds until the model is ready for the acquisition."""
+        return self.build + self.fit + self.state
 
 
 def _data(n: int, d: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -66,14 +85,14 @@ def _data(n: int, d: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
     return X, Y.unsqueeze(-1)
 
 
-def _case(d: int, n: int, queue: mp.Queue) -> None:
+def _case(d: int, n: int, m: int, queue: mp.Queue) -> None:
     torch.manual_seed(0)
     X, Y = _data(n, d, 0)
     Xt, Yt = _data(10_000, d, 1)
     clock = time.perf_counter
     t0 = clock()
     model = NystromGP(
-        X, Y, inducing=GreedyVarianceSelector(NUM_INDUCING), fit_subset_size=FIT_SUBSET
+        X, Y, inducing=GreedyVarianceSelector(m), fit_subset_size=FIT_SUBSET
     )
     t1 = clock()
     fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))
@@ -102,39 +121,108 @@ def _case(d: int, n: int, queue: mp.Queue) -> None:
     )
 
 
-def run(budget_name: str = "small") -> list[Row]:
-    r"""Each case in a fresh process (so that peak memory is its own)."""
+def _race(d: int, n: int, m: int, target: float, budget: float, queue) -> None:
+    X, Y = _data(n, d, 0)
+    Xt, Yt = _data(10_000, d, 1)
+    queue.put(race_svgp(X, Y, Xt, Yt, target, m, budget))
+
+
+def _in_process(target, *args):
+    # A fresh process per case, so that peak memory and caches are its own.
     ctx = mp.get_context("spawn")
+    queue = ctx.Queue()
+    proc = ctx.Process(target=target, args=(*args, queue))
+    proc.start()
+    result = queue.get()  # before join: a large result would block the pipe
+    proc.join()
+    if proc.exitcode != 0:
+        raise RuntimeError(f"{target.__name__}{args} failed ({proc.exitcode}).")
+    return result
+
+
+def run(budget_name: str = "small", race_budget: float = 120.0) -> list[Row]:
+    r"""Each case, then the SVGP races at the largest ``n``, in fresh processes.
+
+    Args:
+        budget_name: ``"small"`` or ``"large"``.
+        race_budget: Seconds each SVGP race may take at most.
+    """
     rows = []
-    for d, n in BUDGETS[budget_name]:
-        queue = ctx.Queue()
-        proc = ctx.Process(target=_case, args=(d, n, queue))
-        proc.start()
-        proc.join()  # the result is small: it fits the queue's pipe
-        if proc.exitcode != 0:
-            raise RuntimeError(f"scale case d={d}, n={n} failed ({proc.exitcode}).")
-        row = queue.get()
+    cases = BUDGETS[budget_name]
+    largest = max(n for _, n, _ in cases)
+    for d, n, m in cases:
+        row = _in_process(_case, d, n, m)
         print(
-            f"d={d} n={n}: iteration {row.iteration:.1f} s, peak {row.peak_mb:.0f} MB"
+            f"d={d} n={n} m={m}: iteration {row.iteration:.1f} s, "
+            f"peak {row.peak_mb:.0f} MB, NLL {row.nll:.3f}"
         )
+        if n == largest:
+            row.svgp = _in_process(_race, d, n, m, row.nll, race_budget)
+            print(f"  SVGP: {row.svgp.seconds_to_target} s to NLL {row.nll:.3f}")
         rows.append(row)
     return rows
+
+
+def svgp_ratio(row: Row) -> str:
+    r"""SVGP's time to ``NystromGP``'s NLL over ``NystromGP``'s, as text.
+
+    A race that did not reach the NLL gives a lower bound, ``"> x"``.
+    """
+    race = row.svgp
+    if race is None:
+        return ""
+    if race.seconds_to_target is None:
+        return f"> {race.seconds / row.ready:.1f}"
+    return f"{race.seconds_to_target / row.ready:.1f}"
 
 
 def render(rows: list[Row], machine: str) -> str:
     r"""Growth ratios first, then the parts of each iteration."""
     lines = [
-        "Time of one BO iteration, and its growth when n grows 10x at the same d:",
+        "Time of one BO iteration and peak memory, and their growth when n grows "
+        "10x (same d and m) or m doubles (same d and n):",
         "",
     ]
     for a in rows:
         for b in rows:
-            if b.dim == a.dim and b.n == 10 * a.n:
-                growth = b.iteration / a.iteration
-                lines.append(
-                    f"- d = {a.dim}, n {a.n} -> {b.n}: {growth:.1f}x time, "
-                    f"{b.peak_mb / a.peak_mb:.1f}x peak memory"
-                )
+            same_d = b.dim == a.dim
+            if same_d and b.m == a.m and b.n == 10 * a.n:
+                change = f"n {a.n} -> {b.n} (m = {a.m})"
+            elif same_d and b.n == a.n and b.m == 2 * a.m:
+                change = f"m {a.m} -> {b.m} (n = {a.n})"
+            else:
+                continue
+            lines.append(
+                f"- d = {a.dim}, {change}: {b.iteration / a.iteration:.1f}x time "
+                f"(fit {b.fit / a.fit:.1f}x, posterior state "
+                f"{b.state / max(a.state, 1e-9):.1f}x), "
+                f"{b.peak_mb / a.peak_mb:.1f}x peak memory"
+            )
+    raced = [r for r in rows if r.svgp is not None]
+    if raced:
+        lines += [
+            "",
+            "Against BoTorch's `SingleTaskVariationalGP` (same m, Adam on "
+            "minibatches of 1024) racing to the same held-out NLL: its seconds "
+            "to reach it over NystromGP's seconds to be ready (build, fit, "
+            "posterior state; higher is better for NystromGP):",
+            "",
+            "| d | n | m | NLL | NystromGP s | SVGP s to NLL | ratio | SVGP best NLL "
+            "| SVGP steps |",
+            "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        ]
+        for r in raced:
+            race = r.svgp
+            reached = (
+                f"{race.seconds_to_target:.1f}"
+                if race.seconds_to_target is not None
+                else f"not in {race.seconds:.0f}"
+            )
+            lines.append(
+                f"| {r.dim} | {r.n} | {r.m} | {r.nll:.3f} | {r.ready:.1f} | "
+                f"{reached} | {svgp_ratio(r)} | {race.best_nll:.3f} | "
+                f"{race.steps} |"
+            )
     lines += [
         "",
         "| d | n | m | iteration s | build s | fit s | posterior state s | "

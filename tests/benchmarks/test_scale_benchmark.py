@@ -1,0 +1,44 @@
+import math
+
+import torch
+
+from botorch_sketch.benchmarks.scale import Row, _data, render, svgp_ratio
+from botorch_sketch.benchmarks.svgp_race import RaceResult, race_svgp
+
+
+def _row(n, m, race=None):
+    return Row(6, n, m, 1.0, 2.0, 1.0, 0.5, -0.4, 100.0, race)
+
+
+def test_svgp_race_stops_at_the_target_and_books_its_time():
+    X, Y = _data(3000, 6, 0)
+    Xt, Yt = _data(500, 6, 1)
+    # An easy target is reached at the first check, a hopeless one never.
+    easy = race_svgp(X, Y, Xt, Yt, 10.0, 16, 30.0, batch_size=256, check_every=5)
+    assert easy.seconds_to_target is not None and easy.steps == 5
+    assert easy.curve[0][1] <= 10.0 and easy.seconds_to_target == easy.curve[0][0]
+    assert easy.build_seconds <= easy.seconds_to_target
+    hard = race_svgp(X, Y, Xt, Yt, -100.0, 16, 2.0, batch_size=256, check_every=5)
+    assert hard.seconds_to_target is None and hard.seconds >= 2.0
+    assert hard.best_nll == min(nll for _, nll in hard.curve) > -100.0
+    # The NLL is in the units of Y: scaling Y by 10 adds log(10) to a fresh
+    # model's NLL at the same point of training.
+    torch.manual_seed(0)  # the variational model draws its initial state
+    a = race_svgp(X, Y, Xt, Yt, 1e9, 16, 60.0, batch_size=256, check_every=3)
+    torch.manual_seed(0)
+    b = race_svgp(X, 10 * Y, Xt, 10 * Yt, 1e9, 16, 60.0, batch_size=256, check_every=3)
+    assert abs((b.curve[0][1] - a.curve[0][1]) - math.log(10.0)) < 1e-6
+
+
+def test_render_reports_growth_and_the_svgp_ratio():
+    reached = RaceResult(9.0, 0.1, -0.45, 9.0, 600)
+    missed = RaceResult(None, 0.1, -0.2, 120.0, 9000)
+    rows = [_row(100_000, 256), _row(1_000_000, 256, reached)]
+    rows.append(_row(1_000_000, 512, missed))
+    text = render(rows, "a machine")
+    assert "n 100000 -> 1000000 (m = 256)" in text
+    assert "m 256 -> 512 (n = 1000000)" in text
+    assert svgp_ratio(rows[1]) == "2.2"  # 9 s against 1 + 2 + 1 s
+    assert svgp_ratio(rows[2]) == "> 30.0"
+    assert svgp_ratio(rows[0]) == ""
+    assert "not in 120" in text and "a machine" in text
