@@ -3,6 +3,12 @@ r"""``python -m botorch_sketch.benchmarks [NAME] [--budget small|large] [--out D
 
 Without ``NAME`` every benchmark runs and ``DIR/BENCHMARKS.md`` collects their
 tables (ratios first, then absolute figures with the machine they came from).
+
+The large budget of all of them takes hours on 2 cores, so they are usually run
+one at a time (``make bench BENCH=name``); ``--collect DIR --to FILE`` then
+gathers the reports and figures a set of such runs left in ``DIR`` into one
+file, without running anything (the repository's ``BENCHMARKS.md`` is made so
+from ``docs/``).
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ import torch
 from botorch_sketch.benchmarks import (
     bandits,
     contextual,
+    fantasies,
     gssbo,
     inference,
     linear,
@@ -70,6 +77,10 @@ def _throughput(budget: str, stem: str) -> tuple[str, list[str]]:
     return throughput.render(throughput.run(budget), machine()), []
 
 
+def _fantasies(budget: str, stem: str) -> tuple[str, list[str]]:
+    return fantasies.render(fantasies.run(budget), machine()), []
+
+
 def _tuning(budget: str, stem: str) -> tuple[str, list[str]]:
     return tuning.report(budget, stem, machine())
 
@@ -83,8 +94,67 @@ BENCHMARKS: dict[str, tuple[str, Callable[[str, str], tuple[str, list[str]]]]] =
     "gssbo": ("GSSBO against the full SingleTaskGP and a random subset", _gssbo),
     "scale": ("NystromGP up to a million observations", _scale),
     "throughput": ("The posterior over many candidates against matmul", _throughput),
+    "fantasies": ("Fantasies by Woodbury steps against refactorising", _fantasies),
     "tuning": ("botorch-sketch tune against Ax's default model", _tuning),
 }
+
+
+def _section(name: str, text: str, figures: list[str], relative_to: str) -> str:
+    title = BENCHMARKS[name][0]
+    images = "\n".join(
+        f"![{name}]({os.path.relpath(path, relative_to)})" for path in figures
+    )
+    return f"## {title} (`{name}`)\n\n{text}\n\n{images}\n"
+
+
+def _write_report(path: str, budget: str, sections: list[str], how: str) -> None:
+    with open(path, "w") as f:
+        f.write(f"# Benchmarks ({budget} budget)\n\n{how}\n\n" + "\n".join(sections))
+    print(f"wrote {path}")
+
+
+def collect(directory: str, budget: str, path: str) -> list[str]:
+    r"""Gather the reports ``DIR/NAME-BUDGET.md`` of separate runs into one file.
+
+    Each report's heading is dropped and its figures (``NAME-BUDGET*.png`` in
+    the same folder) are linked relative to ``path``. Benchmarks without a
+    report are listed as not run.
+
+    Args:
+        directory: The folder the runs wrote to (their ``--out``).
+        budget: ``"small"`` or ``"large"``.
+        path: The file to write.
+
+    Returns:
+        The names of the benchmarks whose reports were found.
+    """
+    found, missing, sections = [], [], []
+    where = os.path.dirname(os.path.abspath(path))
+    for name in BENCHMARKS:
+        report = os.path.join(directory, f"{name}-{budget}.md")
+        if not os.path.exists(report):
+            missing.append(name)
+            continue
+        with open(report) as f:
+            text = f.read().split("\n", 1)[1].strip()  # drop the heading
+        figures = sorted(
+            os.path.join(directory, file)
+            for file in os.listdir(directory)
+            if file.startswith(f"{name}-{budget}") and file.endswith(".png")
+        )
+        sections.append(_section(name, text, figures, where))
+        found.append(name)
+    how = (
+        "Each section comes from its own run of "
+        f"`python -m botorch_sketch.benchmarks NAME --budget {budget}` "
+        "(`make bench BENCH=NAME`), gathered by "
+        f"`python -m botorch_sketch.benchmarks --collect {directory} "
+        f"--budget {budget} --to {os.path.basename(path)}`."
+    )
+    if missing:
+        how += " Not run: " + ", ".join(f"`{name}`" for name in missing) + "."
+    _write_report(path, budget, sections, how)
+    return found
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -93,29 +163,37 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("benchmark", nargs="?", choices=[*BENCHMARKS, "all"])
     parser.add_argument("--budget", choices=["small", "large"], default="small")
     parser.add_argument("--out", default="benchmark-results")
+    parser.add_argument(
+        "--collect",
+        metavar="DIR",
+        help="gather the reports of earlier runs in DIR instead of running",
+    )
+    parser.add_argument(
+        "--to", default="BENCHMARKS.md", help="the file --collect writes"
+    )
     args = parser.parse_args(argv)
+    if args.collect is not None:
+        if args.benchmark is not None:
+            parser.error("--collect runs nothing: give no benchmark name.")
+        collect(args.collect, args.budget, args.to)
+        return 0
     os.makedirs(args.out, exist_ok=True)
     names = list(BENCHMARKS) if args.benchmark in (None, "all") else [args.benchmark]
     sections = []
     for name in names:
-        title, runner = BENCHMARKS[name]
+        runner = BENCHMARKS[name][1]
         stem = os.path.join(args.out, f"{name}-{args.budget}")
         text, figures = runner(args.budget, stem)
         print(text)
         with open(stem + ".md", "w") as f:
             f.write(f"# {name} benchmark ({args.budget} budget)\n\n{text}\n")
         print("\nwrote " + ", ".join([stem + ".md", *figures]))
-        images = "\n".join(f"![{name}]({os.path.basename(path)})" for path in figures)
-        sections.append(f"## {title} (`{name}`)\n\n{text}\n\n{images}\n")
+        sections.append(_section(name, text, figures, args.out))
     if len(names) > 1:
-        path = os.path.join(args.out, "BENCHMARKS.md")
-        with open(path, "w") as f:
-            f.write(
-                f"# Benchmarks ({args.budget} budget)\n\n"
-                f"`python -m botorch_sketch.benchmarks --budget {args.budget}`\n\n"
-                + "\n".join(sections)
-            )
-        print(f"wrote {path}")
+        how = f"`python -m botorch_sketch.benchmarks --budget {args.budget}`"
+        _write_report(
+            os.path.join(args.out, "BENCHMARKS.md"), args.budget, sections, how
+        )
     return 0
 
 

@@ -34,3 +34,26 @@ def test_one_benchmark_writes_no_combined_report(monkeypatch, tmp_path):
     assert bench.main(["x", "--budget", "large", "--out", str(tmp_path)]) == 0
     assert (tmp_path / "x-large.md").exists()
     assert not (tmp_path / "BENCHMARKS.md").exists()
+
+
+def test_collect_gathers_separate_runs_without_running(monkeypatch, tmp_path):
+    def boom(budget, stem):
+        raise AssertionError("--collect must not run a benchmark")
+
+    monkeypatch.setattr(
+        bench, "BENCHMARKS", {"a": ("A title", boom), "b": ("B title", boom)}
+    )
+    runs = tmp_path / "docs"
+    runs.mkdir()
+    (runs / "a-large.md").write_text("# a benchmark (large budget)\n\n| a table |\n")
+    (runs / "a-large-one.png").write_bytes(b"")
+    (runs / "a-small.png").write_bytes(b"")  # another budget: not linked
+    out = tmp_path / "BENCHMARKS.md"
+    argv = ["--collect", str(runs), "--budget", "large", "--to", str(out)]
+    assert bench.main(argv) == 0
+    report = out.read_text()
+    assert "## A title (`a`)" in report and "| a table |" in report
+    assert "![a](docs/a-large-one.png)" in report
+    assert "a-small.png" not in report
+    assert "# a benchmark" not in report  # the run's own heading is dropped
+    assert "Not run: `b`." in report
