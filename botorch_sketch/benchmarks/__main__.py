@@ -116,9 +116,9 @@ def _write_report(path: str, budget: str, sections: list[str], how: str) -> None
 def collect(directory: str, budget: str, path: str) -> list[str]:
     r"""Gather the reports ``DIR/NAME-BUDGET.md`` of separate runs into one file.
 
-    Each report's heading is dropped and its figures (``NAME-BUDGET*.png`` in
-    the same folder) are linked relative to ``path``. Benchmarks without a
-    report are listed as not run.
+    Each report's heading and image links are dropped and its figures
+    (``NAME-BUDGET*.png`` in the same folder) are linked relative to ``path``.
+    Benchmarks without a report are listed as not run.
 
     Args:
         directory: The folder the runs wrote to (their ``--out``).
@@ -136,7 +136,12 @@ def collect(directory: str, budget: str, path: str) -> list[str]:
             missing.append(name)
             continue
         with open(report) as f:
-            text = f.read().split("\n", 1)[1].strip()  # drop the heading
+            body = f.read().split("\n", 1)[1]  # drop the heading
+        # Its own image links are relative to its folder; the figures are
+        # linked below, relative to the gathered file.
+        text = "\n".join(
+            line for line in body.splitlines() if not line.startswith("![")
+        ).strip()
         figures = sorted(
             os.path.join(directory, file)
             for file in os.listdir(directory)

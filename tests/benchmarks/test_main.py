@@ -45,7 +45,9 @@ def test_collect_gathers_separate_runs_without_running(monkeypatch, tmp_path):
     )
     runs = tmp_path / "docs"
     runs.mkdir()
-    (runs / "a-large.md").write_text("# a benchmark (large budget)\n\n| a table |\n")
+    (runs / "a-large.md").write_text(
+        "# a benchmark (large budget)\n\n| a table |\n\n![own](a-large-one.png)\n"
+    )
     (runs / "a-large-one.png").write_bytes(b"")
     (runs / "a-small.png").write_bytes(b"")  # another budget: not linked
     out = tmp_path / "BENCHMARKS.md"
@@ -54,6 +56,7 @@ def test_collect_gathers_separate_runs_without_running(monkeypatch, tmp_path):
     report = out.read_text()
     assert "## A title (`a`)" in report and "| a table |" in report
     assert "![a](docs/a-large-one.png)" in report
+    assert "![own]" not in report  # a link relative to the run's folder
     assert "a-small.png" not in report
     assert "# a benchmark" not in report  # the run's own heading is dropped
     assert "Not run: `b`." in report
