@@ -47,6 +47,21 @@ class BanditTrace:
     dictionary_size: list[int] = field(default_factory=list)
     indices: list[Tensor] = field(default_factory=list)
 
+    def book(
+        self,
+        seconds: float,
+        regret: Tensor,
+        rewards: Tensor,
+        policy: FiniteArmPolicy | ContextualPolicy | ContinuousActionUCB,
+        played: Tensor,
+    ) -> None:
+        r"""Record one step: its policy time, regret, rewards and what was played."""
+        self.step_time.append(seconds)
+        self.regret.append(float(regret))
+        self.reward.append(float(rewards.sum()))
+        self.dictionary_size.append(policy.dictionary_size)
+        self.indices.append(played.detach().cpu())
+
     @property
     def num_steps(self) -> int:
         r"""The number of steps taken."""
@@ -110,11 +125,8 @@ def run_finite(
         resume = time.perf_counter()
         policy.update(indices, rewards)
         end = time.perf_counter()
-        trace.step_time.append((mid - start) + (end - resume))
-        trace.regret.append(float(env.regret(indices).sum()))
-        trace.reward.append(float(rewards.sum()))
-        trace.dictionary_size.append(policy.dictionary_size)
-        trace.indices.append(indices.detach().cpu())
+        seconds = (mid - start) + (end - resume)
+        trace.book(seconds, env.regret(indices).sum(), rewards, policy, indices)
     return trace
 
 
@@ -151,11 +163,9 @@ def run_contextual(
         resume = time.perf_counter()
         policy.update(candidates[index].reshape(1, -1), reward)
         end = time.perf_counter()
-        trace.step_time.append((mid - start) + (end - resume))
-        trace.regret.append(float(expected.max() - expected[index]))
-        trace.reward.append(float(reward.sum()))
-        trace.dictionary_size.append(policy.dictionary_size)
-        trace.indices.append(index.detach().cpu().reshape(1))
+        regret = expected.max() - expected[index]
+        seconds = (mid - start) + (end - resume)
+        trace.book(seconds, regret, reward, policy, index.reshape(1))
     return trace
 
 
@@ -199,11 +209,9 @@ def run_continuous_contextual(
         resume = time.perf_counter()
         policy.update(state, reward.to(action))
         end = time.perf_counter()
-        trace.step_time.append((mid - start) + (end - resume))
-        trace.regret.append(float(env.best_reward(context) - expected.sum()))
-        trace.reward.append(float(reward.sum()))
-        trace.dictionary_size.append(policy.dictionary_size)
-        trace.indices.append(action.detach().cpu().reshape(1, -1))
+        regret = env.best_reward(context) - expected.sum()
+        seconds = (mid - start) + (end - resume)
+        trace.book(seconds, regret, reward, policy, action.reshape(1, -1))
     return trace
 
 

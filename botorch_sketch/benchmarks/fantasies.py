@@ -17,7 +17,6 @@ did, it reads 0).
 
 from __future__ import annotations
 
-import multiprocessing as mp
 import resource
 import time
 from dataclasses import dataclass
@@ -25,6 +24,7 @@ from dataclasses import dataclass
 import torch
 from botorch.sampling import SobolQMCNormalSampler
 
+from botorch_sketch.benchmarks.metrics import in_fresh_process
 from botorch_sketch.models.nystrom_gp import NystromGP
 from botorch_sketch.sketching.dtc import DTCPosterior, DTCStatistics
 from botorch_sketch.sketching.selection import GreedyVarianceSelector
@@ -97,23 +97,14 @@ def _case(n: int, m: int, b: int, f: int, route: str, queue) -> None:
     queue.put((seconds, _peak_mb() - base, mean.tolist(), variance.tolist()))
 
 
-def _in_process(*args):
-    ctx = mp.get_context("spawn")
-    queue = ctx.Queue()
-    proc = ctx.Process(target=_case, args=(*args, queue))
-    proc.start()
-    result = queue.get()
-    proc.join()
-    if proc.exitcode != 0:
-        raise RuntimeError(f"fantasies case {args} failed ({proc.exitcode}).")
-    return result
-
-
 def run(budget_name: str = "small") -> list[Row]:
     r"""Both routes at every size of the budget, each in a fresh process."""
     rows = []
     for n, m, b, f in BUDGETS[budget_name]:
-        results = {r: _in_process(n, m, b, f, r) for r in ("woodbury", "refactorise")}
+        results = {
+            r: in_fresh_process(_case, n, m, b, f, r)
+            for r in ("woodbury", "refactorise")
+        }
         reference = results["refactorise"]
         as_tensor = lambda values: torch.tensor(values, dtype=torch.double)  # noqa: E731
         ref_mean, ref_var = as_tensor(reference[2]), as_tensor(reference[3])

@@ -4,6 +4,7 @@ r"""Held-out accuracy, effective dimension, and timing for the benchmarks."""
 from __future__ import annotations
 
 import math
+import multiprocessing as mp
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -105,3 +106,22 @@ def reference_row(rows: list[RowT], case: Any, method: str) -> RowT | None:
         The first matching row, or None if that method did not run on the case.
     """
     return next((r for r in rows if r.case == case and r.method == method), None)
+
+
+def in_fresh_process(target: Callable[..., None], *args: Any) -> Any:
+    r"""Run ``target(*args, queue)`` in a spawned process and return what it puts.
+
+    A fresh process makes the peak resident memory and the caches of a case its
+    own. ``target`` must be importable (a module-level function) and put one
+    picklable result, without tensors (they would travel by shared memory that
+    the child frees when it exits).
+    """
+    ctx = mp.get_context("spawn")
+    queue = ctx.Queue()
+    proc = ctx.Process(target=target, args=(*args, queue))
+    proc.start()
+    result = queue.get()  # before join: a large result would block the pipe
+    proc.join()
+    if proc.exitcode != 0:
+        raise RuntimeError(f"{target.__name__}{args} failed ({proc.exitcode}).")
+    return result

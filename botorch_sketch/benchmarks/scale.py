@@ -33,7 +33,7 @@ from botorch.optim import optimize_acqf
 from botorch.test_functions import Hartmann
 from gpytorch.mlls import ExactMarginalLogLikelihood
 
-from botorch_sketch.benchmarks.metrics import held_out_accuracy
+from botorch_sketch.benchmarks.metrics import held_out_accuracy, in_fresh_process
 from botorch_sketch.benchmarks.svgp_race import RaceResult, race_svgp
 from botorch_sketch.models.nystrom_gp import NystromGP
 from botorch_sketch.sketching.selection import GreedyVarianceSelector
@@ -127,19 +127,6 @@ def _race(d: int, n: int, m: int, target: float, budget: float, queue) -> None:
     queue.put(race_svgp(X, Y, Xt, Yt, target, m, budget))
 
 
-def _in_process(target, *args):
-    # A fresh process per case, so that peak memory and caches are its own.
-    ctx = mp.get_context("spawn")
-    queue = ctx.Queue()
-    proc = ctx.Process(target=target, args=(*args, queue))
-    proc.start()
-    result = queue.get()  # before join: a large result would block the pipe
-    proc.join()
-    if proc.exitcode != 0:
-        raise RuntimeError(f"{target.__name__}{args} failed ({proc.exitcode}).")
-    return result
-
-
 def run(budget_name: str = "small", race_budget: float = 120.0) -> list[Row]:
     r"""Each case, then the SVGP races at the largest ``n``, in fresh processes.
 
@@ -151,13 +138,13 @@ def run(budget_name: str = "small", race_budget: float = 120.0) -> list[Row]:
     cases = BUDGETS[budget_name]
     largest = max(n for _, n, _ in cases)
     for d, n, m in cases:
-        row = _in_process(_case, d, n, m)
+        row = in_fresh_process(_case, d, n, m)
         print(
             f"d={d} n={n} m={m}: iteration {row.iteration:.1f} s, "
             f"peak {row.peak_mb:.0f} MB, NLL {row.nll:.3f}"
         )
         if n == largest:
-            row.svgp = _in_process(_race, d, n, m, row.nll, race_budget)
+            row.svgp = in_fresh_process(_race, d, n, m, row.nll, race_budget)
             print(f"  SVGP: {row.svgp.seconds_to_target} s to NLL {row.nll:.3f}")
         rows.append(row)
     return rows
