@@ -37,6 +37,7 @@ from torch import Tensor
 from torch.quasirandom import SobolEngine
 
 from botorch_sketch.bandits.contextual import OnlineKernelUCB
+from botorch_sketch.bandits.continuous_environments import check_action_bounds
 from botorch_sketch.bandits.policy import argmax_first
 from botorch_sketch.models.incremental import ucb_action
 
@@ -77,11 +78,7 @@ class ContinuousActionUCB:
             raise InputDataError(
                 f"policy must be an OnlineKernelUCB, got {type(policy).__name__}."
             )
-        if action_bounds.ndim != 2 or action_bounds.shape[0] != 2:
-            raise InputDataError(
-                "action_bounds must be a 2 x action_dim tensor, got shape "
-                f"{tuple(action_bounds.shape)}."
-            )
+        check_action_bounds(action_bounds)
         d = policy.model.input_dim
         a = action_bounds.shape[-1]
         if not 1 <= a < d:
@@ -91,14 +88,6 @@ class ContinuousActionUCB:
                 "context remains."
             )
         bounds = action_bounds.to(dtype=policy.model.X.dtype)
-        if not bool(torch.isfinite(bounds).all()):
-            raise InputDataError("action_bounds contain NaN or infinite values.")
-        if not bool((bounds[0] < bounds[1]).all()):
-            raise InputDataError(
-                "action_bounds: every lower bound must be strictly below its upper "
-                f"bound, got lower {bounds[0].tolist()} and upper "
-                f"{bounds[1].tolist()}."
-            )
         if grid_size < 1:
             raise InputDataError(f"grid_size must be at least 1, got {grid_size}.")
         self.policy = policy

@@ -37,6 +37,28 @@ from botorch_sketch.bandits.contextual_environments import (
 from botorch_sketch.bandits.environments import NoisyRewards
 
 
+def check_action_bounds(action_bounds: Tensor) -> None:
+    r"""Raise ``InputDataError`` unless ``action_bounds`` is a finite ``2 x a`` box.
+
+    Args:
+        action_bounds: Lower bounds in the first row, upper in the second; each
+            lower bound strictly below its upper bound.
+    """
+    if action_bounds.ndim != 2 or action_bounds.shape[0] != 2:
+        raise InputDataError(
+            "action_bounds must be a 2 x action_dim tensor, got shape "
+            f"{tuple(action_bounds.shape)}."
+        )
+    if not bool(torch.isfinite(action_bounds).all()):
+        raise InputDataError("action_bounds contain NaN or infinite values.")
+    if not bool((action_bounds[0] < action_bounds[1]).all()):
+        raise InputDataError(
+            "action_bounds: every lower bound must be strictly below its upper "
+            f"bound, got lower {action_bounds[0].tolist()} and upper "
+            f"{action_bounds[1].tolist()}."
+        )
+
+
 class ContinuousActionEnvironment(NoisyRewards, ABC):
     r"""A contextual bandit with actions in a box and known expected rewards."""
 
@@ -58,13 +80,7 @@ class ContinuousActionEnvironment(NoisyRewards, ABC):
         super().__init__(noise_std=noise_std, generator=generator)
         if context_dim < 1:
             raise InputDataError(f"context_dim must be positive, got {context_dim}.")
-        if action_bounds.ndim != 2 or action_bounds.shape[0] != 2:
-            raise InputDataError(
-                "action_bounds must be a 2 x action_dim tensor, got shape "
-                f"{tuple(action_bounds.shape)}."
-            )
-        if not bool((action_bounds[0] < action_bounds[1]).all()):
-            raise InputDataError("action_bounds: every lower bound must be < upper.")
+        check_action_bounds(action_bounds)
         if noise_std < 0:
             raise InputDataError(f"noise_std must be non-negative, got {noise_std}.")
         self.context_dim = context_dim
