@@ -27,11 +27,13 @@ References:
 from __future__ import annotations
 
 import copy
+import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
 
 import torch
 from botorch.exceptions.errors import InputDataError, UnsupportedError
+from botorch.exceptions.warnings import BotorchWarning
 from botorch.fit import _fit_fallback
 from botorch.models.gpytorch import GPyTorchModel
 from botorch.models.model import FantasizeMixin
@@ -74,6 +76,16 @@ from botorch_sketch.sketching.selection import (
 )
 
 _DATA_ATTRIBUTES = ("train_X", "train_Y", "train_Yvar", "train_targets")
+
+
+class ExactRegimeWarning(BotorchWarning):
+    r"""The inducing set covers most of the data, so the model is the exact GP.
+
+    At that size a sketch costs more than the exact model per likelihood
+    evaluation (``O(n m^2)`` with ``m`` near ``n`` against the exact GP's
+    ``O(n^3 / 3)`` Cholesky), so :class:`NystromGP` fits the exact marginal
+    likelihood and uses every distinct training input as an inducing point.
+    """
 
 
 class NystromGP(GPyTorchModel, GP, FantasizeMixin):
@@ -121,6 +133,14 @@ class NystromGP(GPyTorchModel, GP, FantasizeMixin):
     #: at n = 10^6 this turns minutes into seconds, as hyperparameters and a
     #: well-spread inducing set are determined by a few thousand points.
     fit_subset_size: int | None = None
+    #: Behave like the exact GP when the rule's inducing set holds at least this
+    #: fraction of the distinct fitting inputs (None: never). At ``m = n / 2`` a
+    #: Titsias evaluation already costs more than the exact likelihood's
+    #: Cholesky, and the sketch would save nothing: the model then fits the exact
+    #: marginal likelihood once (no second round), re-runs the rule once at the
+    #: fitted hyperparameters, and keeps every input if the set still covers that
+    #: fraction (warning :class:`ExactRegimeWarning`; see :attr:`is_exact`).
+    exact_fraction: float | None = 0.5
 
     def __init__(
         self,
@@ -223,6 +243,10 @@ class NystromGP(GPyTorchModel, GP, FantasizeMixin):
                 f"or None; got {type(inducing).__name__}."
             )
         self.inducing_index: Tensor | None = None
+        # Whether ``inducing_index`` holds every distinct training input (set by
+        # the rule's choice): the DTC posterior is then the exact GP's.
+        self._every_input_inducing = False
+        self._inducing_fraction = 0.0
         # Statistics of fantasy observations that are not part of the data (set
         # only on batched fantasy models).
         self._extra_statistics: DTCStatistics | None = None
@@ -337,7 +361,34 @@ class NystromGP(GPyTorchModel, GP, FantasizeMixin):
                 if max_size is not None and self._rule.depends_on_hyperparameters:
                     chosen = chosen[:max_size]
                 self.inducing_index = rows[first[chosen]]
+                self._every_input_inducing = bool(
+                    rows.numel() == self.train_X.shape[0]
+                    and chosen.numel() == first.numel()
+                )
+                self._inducing_fraction = chosen.numel() / first.numel()
         self._cache = None
+
+    @property
+    def is_exact(self) -> bool:
+        r"""Whether every distinct training input is inducing (the exact GP)."""
+        return self._every_input_inducing and self._extra_statistics is None
+
+    def _use_every_input(self) -> None:
+        # The exact regime: every distinct training input is inducing.
+        X = self._transform_like_training(self.train_X)
+        first, _, _ = distinct_rows(X)
+        self.inducing_index = first
+        self._every_input_inducing = True
+        self._cache = None
+
+    def _covers_most(self) -> bool:
+        # Whether the rule's last choice holds ``exact_fraction`` of the inputs.
+        return (
+            self.exact_fraction is not None
+            and self._rule is not None
+            and self._rule.depends_on_hyperparameters
+            and self._inducing_fraction >= self.exact_fraction
+        )
 
     def _subset_rows(self) -> Tensor:
         # The fixed random subset of ``fit_subset_size`` rows (all rows if unset).
@@ -429,8 +480,16 @@ class NystromGP(GPyTorchModel, GP, FantasizeMixin):
         Returns:
             A scalar loss.
         """
-        embedding, stats = self._embedding_and_statistics()
-        value = DTCPosterior(stats).log_marginal_likelihood(titsias=self.titsias)
+        if self.is_exact:
+            # Titsias' bound with every input inducing is the exact marginal
+            # likelihood; gpytorch's one Cholesky costs a third of the DTC
+            # algebra at m = n.
+            X = self._transform_like_training(self.train_X)
+            prior = MultivariateNormal(self.mean_module(X), self.covar_module(X))
+            value = self.likelihood(prior).log_prob(self.train_targets)
+        else:
+            embedding, stats = self._embedding_and_statistics()
+            value = DTCPosterior(stats).log_marginal_likelihood(titsias=self.titsias)
         for _, module, prior, closure, _ in self.named_priors():
             value = value + prior.log_prob(closure(module)).sum()
         return -value / self.train_X.shape[0]
@@ -473,6 +532,10 @@ class NystromGP(GPyTorchModel, GP, FantasizeMixin):
             self.select_inducing_points()
             self._cache = None
             return mll.eval()
+        if self._covers_most():
+            return self._fit_exact(
+                mll, closure, closure_kwargs, optimizer_kwargs, **kwargs
+            )
         adaptive = self._rule is not None and self._rule.depends_on_hyperparameters
         rounds = max(1, self.fit_rounds) if adaptive else 1
         for i in range(rounds):
@@ -486,6 +549,41 @@ class NystromGP(GPyTorchModel, GP, FantasizeMixin):
                 closure_kwargs=closure_kwargs,
                 optimizer_kwargs=optimizer_kwargs,
                 **kwargs,
+            )
+        self._cache = None
+        return mll
+
+    def _fit_exact(
+        self,
+        mll: MarginalLogLikelihood,
+        closure: Callable | None,
+        closure_kwargs: dict[str, Any] | None,
+        optimizer_kwargs: dict[str, Any] | None,
+        **kwargs: Any,
+    ) -> MarginalLogLikelihood:
+        # The rule's set covers most of the data: fit the exact likelihood (the
+        # best hyperparameters any inducing set could give), then choose the set
+        # once at them. No second round: the hyperparameters are already those
+        # of the model the sketch approximates.
+        self._use_every_input()
+        mll = _fit_fallback(
+            mll=mll,
+            closure=closure,
+            closure_kwargs=closure_kwargs,
+            optimizer_kwargs=optimizer_kwargs,
+            **kwargs,
+        )
+        self.select_inducing_points()
+        if self._covers_most():
+            self._use_every_input()
+            warnings.warn(
+                f"The inducing set would hold {self._inducing_fraction:.0%} of the "
+                f"{self.inducing_index.numel()} distinct inputs (exact_fraction="
+                f"{self.exact_fraction}); {type(self).__name__} is the exact GP "
+                "here. It becomes a sketch once the data outgrow the effective "
+                "dimension.",
+                ExactRegimeWarning,
+                stacklevel=4,
             )
         self._cache = None
         return mll
@@ -645,6 +743,8 @@ class NystromGP(GPyTorchModel, GP, FantasizeMixin):
             self.train_Yvar = torch.cat([self.train_Yvar, Yvar], dim=-2)
         self.train_X = torch.cat([self.train_X, X], dim=-2)
         self.train_Y = torch.cat([self.train_Y, Y], dim=-2)
+        # The new inputs are not inducing: the posterior is a sketch again.
+        self._every_input_inducing = False
         self._retransform_targets()
 
     # -------------------------------------------------------- module plumbing

@@ -1,0 +1,102 @@
+import warnings
+
+import pytest
+import torch
+from botorch.fit import fit_gpytorch_mll
+from botorch.models import SingleTaskGP
+from gpytorch.mlls import ExactMarginalLogLikelihood
+
+from botorch_sketch import NystromGP, RidgeLeverageSampler
+from botorch_sketch.models.nystrom_gp import ExactRegimeWarning
+
+
+def _data(n, d=3, seed=0, noise_sd=0.1, **tkwargs):
+    g = torch.Generator().manual_seed(seed)
+    X = torch.rand(n, d, generator=g, dtype=torch.double)
+    Y = torch.sin(4 * X).sum(-1, keepdim=True)
+    Y = Y + noise_sd * torch.randn(n, 1, generator=g, dtype=torch.double)
+    return X.to(**tkwargs), Y.to(**tkwargs)
+
+
+def _fit(model):
+    fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))
+    return model
+
+
+def test_small_data_fit_the_exact_likelihood_and_become_the_exact_gp(tkwargs):
+    X, Y = _data(40, **tkwargs)
+    with pytest.warns(ExactRegimeWarning, match="exact GP"):
+        model = _fit(NystromGP(X, Y))
+    assert model.is_exact
+    assert model.inducing_index.numel() == 40
+    # The same fitted hyperparameters in SingleTaskGP give the same posterior.
+    ref = SingleTaskGP(X, Y)
+    ref.load_state_dict(model.state_dict())
+    Xt = torch.rand(2, 5, 3, generator=torch.Generator().manual_seed(1)).to(X)
+    post, ref_post = model.posterior(Xt), ref.posterior(Xt)
+    torch.testing.assert_close(post.mean, ref_post.mean, rtol=1e-7, atol=1e-7)
+    torch.testing.assert_close(
+        post.covariance_matrix, ref_post.covariance_matrix, rtol=1e-6, atol=1e-7
+    )
+
+
+def test_exact_loss_equals_titsias_bound_with_every_input_inducing(tkwargs):
+    X, Y = _data(30, **tkwargs)
+    model = NystromGP(X, Y)
+    model._use_every_input()
+    model.train()
+    exact = model.compute_custom_loss()
+    # The same loss through the DTC algebra (the regime flag off).
+    model._every_input_inducing = False
+    dtc = model.compute_custom_loss()
+    torch.testing.assert_close(exact, dtc, rtol=1e-8, atol=1e-10)
+
+
+def test_exact_regime_fits_once_and_matches_single_task_gp_hyperparameters(tkwargs):
+    X, Y = _data(50, seed=3, **tkwargs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ExactRegimeWarning)
+        model = _fit(NystromGP(X, Y))
+    ref = _fit(SingleTaskGP(X, Y))
+    # Both maximise the same objective from the same start.
+    torch.testing.assert_close(
+        model.likelihood.noise, ref.likelihood.noise, rtol=1e-3, atol=1e-6
+    )
+    torch.testing.assert_close(
+        model.covar_module.lengthscale, ref.covar_module.lengthscale, rtol=1e-3, atol=0
+    )
+
+
+def test_exact_fraction_none_keeps_the_sketch(tkwargs):
+    X, Y = _data(40, **tkwargs)
+    model = NystromGP(X, Y)
+    model.exact_fraction = None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ExactRegimeWarning)
+        _fit(model)
+    assert not model.is_exact
+
+
+def test_large_data_stay_a_sketch(tkwargs):
+    # Smooth data and many points: the set is far below half the inputs.
+    X, Y = _data(600, d=2, **tkwargs)
+    model = NystromGP(X, Y, inducing=RidgeLeverageSampler(qbar=1.0))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ExactRegimeWarning)
+        _fit(model)
+    assert not model.is_exact
+    assert model.inducing_index.numel() < 300
+
+
+def test_conditioning_an_exact_model_leaves_the_exact_regime(tkwargs):
+    X, Y = _data(40, **tkwargs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ExactRegimeWarning)
+        model = _fit(NystromGP(X, Y))
+    assert model.is_exact
+    Xn, Yn = _data(3, seed=9, **tkwargs)
+    conditioned = model.condition_on_observations(Xn, Yn)
+    assert not conditioned.is_exact
+    # Its loss is the DTC one on all 43 points (the new ones are not inducing).
+    conditioned.train()
+    assert torch.isfinite(conditioned.compute_custom_loss())
