@@ -369,9 +369,60 @@ class NystromGP(GPyTorchModel, GP, FantasizeMixin):
         self._cache = None
 
     @property
+    def inducing_rule(self) -> InducingSelector | None:
+        r"""The rule choosing the inducing set (None for fixed inducing inputs)."""
+        return self._rule
+
+    @property
     def is_exact(self) -> bool:
         r"""Whether every distinct training input is inducing (the exact GP)."""
         return self._every_input_inducing and self._extra_statistics is None
+
+    def add_inducing_points(self, rows: Tensor) -> None:
+        r"""Add training observations' inputs to the inducing set.
+
+        The weight posterior is recomputed from the data on next use
+        (``O(n m^2)``); the hyperparameters stay as they are.
+
+        Args:
+            rows: A 1-d long tensor of row indices into ``train_X``.
+        """
+        if self._rule is None or self.inducing_index is None:
+            raise UnsupportedError(
+                "add_inducing_points needs a model whose inducing set is chosen "
+                "by a rule (not fixed inducing inputs)."
+            )
+        if self._extra_statistics is not None:
+            raise UnsupportedError(
+                "A fantasy model keeps the inducing set it was conditioned with."
+            )
+        rows = torch.as_tensor(rows, device=self.train_X.device).reshape(-1)
+        n = self.train_X.shape[0]
+        if rows.dtype != torch.long or bool(((rows < 0) | (rows >= n)).any()):
+            raise InputDataError(
+                f"rows must be long indices into the {n} training rows; got {rows}."
+            )
+        index = torch.cat([self.inducing_index, rows])
+        # One row per distinct input, the current set's first.
+        first, _, _ = distinct_rows(self._transform_like_training(self.train_X)[index])
+        self.inducing_index = index[first.sort().values]
+        self._every_input_inducing = False
+        self._cache = None
+
+    def log_marginal_likelihood(self) -> Tensor:
+        r"""The fitting objective at the current hyperparameters, without priors.
+
+        Titsias' bound (or the DTC marginal likelihood, ``titsias = False``) of
+        every observation the posterior holds, conditioned ones included, in the
+        model's (outcome-transformed) units; not normalised by ``n``.
+
+        Returns:
+            A scalar tensor (``batch_shape`` for fantasy models).
+        """
+        with torch.no_grad():
+            _, state = self._posterior_state()
+            posterior = DTCPosterior(state.statistics)
+            return posterior.log_marginal_likelihood(titsias=self.titsias)
 
     def _use_every_input(self) -> None:
         # The exact regime: every distinct training input is inducing.

@@ -1,0 +1,277 @@
+#!/usr/bin/env python3
+r"""A ``NystromGP`` carried across the iterations of a BO loop.
+
+BoTorch's loops rebuild and refit the surrogate on all data every iteration.
+:class:`IncrementalGP` replaces those two lines with one call that carries the
+model forward instead:
+
+- new observations enter the weight posterior by the Woodbury step of
+  :meth:`NystromGP.condition_on_observations
+  <botorch_sketch.models.nystrom_gp.NystromGP.condition_on_observations>`
+  (``O(q m^2)``, hyperparameters and outcome transform unchanged);
+- each new input joins the inducing set with its ridge-leverage probability
+  ``min(1, qbar * var(x) / lambda)``, BKB's coin [Calandriello2019bkb]_, so the
+  set grows with the effective dimension of the data;
+- the model is rebuilt on all data and refitted from the previous
+  hyperparameters (one fitting round, the inducing rule re-run from the current
+  set) every ``refit_every`` calls, when the inducing set has grown by the factor
+  ``redraw_growth`` since it was last drawn, or when the per-observation
+  log marginal likelihood has fallen by ``drift_tolerance`` nats since the last
+  fit (the data no longer agree with the hyperparameters).
+
+Between refits the posterior is exactly that of a ``NystromGP`` built on the same
+data with the same inducing set, hyperparameters and outcome transform.
+
+Example:
+    >>> surrogate = IncrementalGP(refit_every=10)
+    >>> for _ in range(iterations):
+    ...     model = surrogate(train_X, train_Y)  # replaces SingleTaskGP + fit
+    ...     acqf = qLogNoisyExpectedImprovement(model, X_baseline=train_X)
+    ...     candidates, _ = optimize_acqf(acqf, bounds, q=10, ...)
+    ...     train_X = torch.cat([train_X, candidates])
+    ...     train_Y = torch.cat([train_Y, f(candidates)])
+
+References:
+
+.. [Calandriello2019bkb]
+    D. Calandriello, L. Carratino, A. Lazaric, M. Valko, L. Rosasco. Gaussian
+    process optimization with adaptive sketching: scalable and no regret. COLT 2019.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from botorch.exceptions.errors import InputDataError, ModelFittingError
+from botorch.exceptions.warnings import OptimizationWarning
+from botorch.fit import fit_gpytorch_mll
+from gpytorch.mlls import ExactMarginalLogLikelihood
+from torch import Tensor
+
+from botorch_sketch.models.nystrom_gp import NystromGP
+from botorch_sketch.sketching.selection import RidgeLeverageSampler
+
+
+@dataclass
+class UpdateCounts:
+    r"""What :class:`IncrementalGP` did so far.
+
+    Attributes:
+        builds: Models built and fitted from the priors' starting values.
+        refits: Models rebuilt on all data and refitted from warm hyperparameters.
+        conditioned: Calls that only absorbed observations (Woodbury step).
+        grown: Inducing points added by the coins between refits.
+        last: What the last call did: ``"built"``, ``"refit"``, ``"conditioned"``
+            or ``"unchanged"``.
+        last_reason: Why the last refit happened (``"schedule"``, ``"growth"``,
+            ``"drift"``, ``"data changed"``), or ``""``.
+    """
+
+    builds: int = 0
+    refits: int = 0
+    conditioned: int = 0
+    grown: int = 0
+    last: str = ""
+    last_reason: str = ""
+
+
+class IncrementalGP:
+    r"""Build, fit and carry forward a ``NystromGP`` as the data grow."""
+
+    def __init__(
+        self,
+        refit_every: int = 10,
+        redraw_growth: float = 2.0,
+        drift_tolerance: float | None = 0.1,
+        qbar: float | None = None,
+        model_kwargs: dict[str, Any] | None = None,
+        fit_kwargs: dict[str, Any] | None = None,
+        generator: torch.Generator | None = None,
+    ) -> None:
+        r"""Configure the schedule.
+
+        Args:
+            refit_every: Refit after this many calls that brought new data (1:
+                every call, warm-started).
+            redraw_growth: Refit (and redraw the inducing set) once the set has
+                grown by this factor since it was last drawn.
+            drift_tolerance: Refit when the per-observation log marginal
+                likelihood at the current hyperparameters has fallen by this many
+                nats since the last fit; None never checks.
+            qbar: BKB's oversampling factor for the coins; defaults to the model's
+                ``RidgeLeverageSampler``'s ``qbar`` (2 if it has another rule).
+            model_kwargs: Passed to ``NystromGP`` (``inducing``,
+                ``covar_module``, transforms, ...).
+            fit_kwargs: Passed to ``fit_gpytorch_mll``.
+            generator: The random generator of the coins.
+        """
+        if int(refit_every) != refit_every or refit_every < 1:
+            raise InputDataError(
+                f"refit_every must be a positive integer, got {refit_every}."
+            )
+        if not redraw_growth > 1:
+            raise InputDataError(f"redraw_growth must be > 1, got {redraw_growth}.")
+        if drift_tolerance is not None and not drift_tolerance > 0:
+            raise InputDataError(
+                f"drift_tolerance must be positive or None, got {drift_tolerance}."
+            )
+        if qbar is not None and not qbar > 0:
+            raise InputDataError(f"qbar must be positive, got {qbar}.")
+        self.refit_every = int(refit_every)
+        self.redraw_growth = redraw_growth
+        self.drift_tolerance = drift_tolerance
+        self.qbar = qbar
+        self.model_kwargs = dict(model_kwargs or {})
+        self.fit_kwargs = dict(fit_kwargs or {})
+        self.generator = generator
+        self.model: NystromGP | None = None
+        self.counts = UpdateCounts()
+        self._since_refit = 0
+        self._drawn_size = 0
+        self._fitted_per_point = 0.0
+
+    def __call__(
+        self, train_X: Tensor, train_Y: Tensor, train_Yvar: Tensor | None = None
+    ) -> NystromGP:
+        r"""The fitted model of all observations so far.
+
+        Args:
+            train_X: A ``n x d`` tensor: the inputs of the previous call followed
+                by the new ones (otherwise the model is rebuilt and refitted).
+            train_Y: A ``n x 1`` tensor of observations, likewise.
+            train_Yvar: An optional ``n x 1`` tensor of observed noise variances.
+
+        Returns:
+            A fitted ``NystromGP`` (a new object whenever data were added).
+        """
+        model = self.model
+        if model is None:
+            return self._build(train_X, train_Y, train_Yvar, warm=None)
+        old_n = model.train_X.shape[0]
+        if not self._extends(train_X, train_Y, train_Yvar):
+            return self._refit(train_X, train_Y, train_Yvar, "data changed")
+        if train_X.shape[0] == old_n:
+            self.counts.last, self.counts.last_reason = "unchanged", ""
+            return model
+        if self._since_refit + 1 >= self.refit_every:
+            return self._refit(train_X, train_Y, train_Yvar, "schedule")
+        new_X, new_Y = train_X[old_n:], train_Y[old_n:]
+        noise = None
+        if train_Yvar is not None:
+            # ``condition_on_observations`` takes outcome-transformed noise.
+            noise = train_Yvar[old_n:]
+            if hasattr(model, "outcome_transform"):
+                _, noise = model.outcome_transform(new_Y, noise)
+        conditioned = model.condition_on_observations(new_X, new_Y, noise=noise)
+        self._grow(conditioned, old_n)
+        size = conditioned.inducing_index.numel()
+        if size >= self.redraw_growth * self._drawn_size:
+            return self._refit(train_X, train_Y, train_Yvar, "growth")
+        if self.drift_tolerance is not None:
+            per_point = float(conditioned.log_marginal_likelihood()) / train_X.shape[0]
+            if self._fitted_per_point - per_point > self.drift_tolerance:
+                return self._refit(train_X, train_Y, train_Yvar, "drift")
+        self.model = conditioned
+        self._since_refit += 1
+        self.counts.conditioned += 1
+        self.counts.last, self.counts.last_reason = "conditioned", ""
+        return conditioned
+
+    # ----------------------------------------------------------------- steps
+
+    def _extends(self, X: Tensor, Y: Tensor, Yvar: Tensor | None) -> bool:
+        # The new data must start with the model's data, unchanged.
+        model = self.model
+        n = model.train_X.shape[0]
+        if X.shape[0] < n or X.shape[-1] != model.train_X.shape[-1]:
+            return False
+        if (Yvar is None) != (model.train_Yvar is None):
+            return False
+        same = torch.equal(X[:n], model.train_X) and torch.equal(Y[:n], model.train_Y)
+        if Yvar is not None:
+            same = same and torch.equal(Yvar[:n], model.train_Yvar)
+        return same
+
+    def _grow(self, model: NystromGP, old_n: int) -> None:
+        # BKB's coin for each new input: it joins the inducing set with
+        # probability min(1, qbar * var / lambda) under the updated posterior,
+        # the ridge leverage a full redraw would give it.
+        with torch.no_grad():
+            X_new = model.train_X[old_n:]
+            var = model.posterior(X_new).variance.squeeze(-1)
+            if hasattr(model, "outcome_transform"):
+                # The posterior is in the data's units; the noise is not.
+                _, var_tf = model.outcome_transform(
+                    torch.zeros_like(var).unsqueeze(-1), var.unsqueeze(-1)
+                )
+                var = var_tf.squeeze(-1)
+            noise = model.likelihood.noise.expand(model.train_X.shape[0])[old_n:]
+            p = (self._coin_qbar(model) * var / noise).clamp(0, 1)
+            u = torch.rand(p.shape, generator=self.generator, dtype=p.dtype)
+            joined = (u.to(p.device) < p).nonzero().squeeze(-1) + old_n
+        if joined.numel() > 0:
+            model.add_inducing_points(joined)
+            self.counts.grown += joined.numel()
+
+    def _coin_qbar(self, model: NystromGP) -> float:
+        if self.qbar is not None:
+            return self.qbar
+        rule = model.inducing_rule
+        return rule.qbar if isinstance(rule, RidgeLeverageSampler) else 2.0
+
+    def _refit(
+        self, X: Tensor, Y: Tensor, Yvar: Tensor | None, reason: str
+    ) -> NystromGP:
+        model = self._build(X, Y, Yvar, warm=self.model)
+        self.counts.last_reason = reason
+        return model
+
+    def _build(
+        self, X: Tensor, Y: Tensor, Yvar: Tensor | None, warm: NystromGP | None
+    ) -> NystromGP:
+        model = NystromGP(X, Y, train_Yvar=Yvar, **self.model_kwargs)
+        if warm is not None:
+            self._warm_start(model, warm)
+        try:
+            fit_gpytorch_mll(
+                ExactMarginalLogLikelihood(model.likelihood, model), **self.fit_kwargs
+            )
+        except ModelFittingError as e:
+            # BoTorch restores the starting values: a long loop goes on with them.
+            warnings.warn(
+                f"Fitting failed ({e}); the model keeps its starting hyperparameters.",
+                OptimizationWarning,
+                stacklevel=3,
+            )
+        self.model = model
+        self._since_refit = 0
+        self._drawn_size = model.inducing_index.numel()
+        n = X.shape[0]
+        self._fitted_per_point = float(model.log_marginal_likelihood()) / n
+        if warm is None:
+            self.counts.builds += 1
+            self.counts.last = "built"
+        else:
+            self.counts.refits += 1
+            self.counts.last = "refit"
+        self.counts.last_reason = ""
+        return model
+
+    @staticmethod
+    def _warm_start(model: NystromGP, previous: NystromGP) -> None:
+        # The previous hyperparameters (parameters only: the transforms belong to
+        # the new data), then the inducing rule run once from the previous set,
+        # whose rows are still the first rows of the data. One fitting round
+        # follows: the set was chosen at hyperparameters near the optimum.
+        old = dict(previous.named_parameters())
+        with torch.no_grad():
+            for name, parameter in model.named_parameters():
+                if name in old and old[name].shape == parameter.shape:
+                    parameter.copy_(old[name])
+        if previous.inducing_index is not None and model.inducing_rule is not None:
+            model.inducing_index = previous.inducing_index
+            model.select_inducing_points()
+        model.fit_rounds = 1

@@ -1,0 +1,164 @@
+import warnings
+
+import pytest
+import torch
+from botorch.exceptions.errors import InputDataError
+
+from botorch_sketch import NystromGP
+from botorch_sketch.bo import IncrementalGP
+from botorch_sketch.models.nystrom_gp import ExactRegimeWarning
+
+
+def _f(X):
+    return torch.sin(5 * X).sum(-1, keepdim=True)
+
+
+def _stream(n0=40, steps=6, q=5, d=3, seed=0):
+    # An initial design, then batches clustered like a BO loop's.
+    g = torch.Generator().manual_seed(seed)
+    X = torch.rand(n0, d, generator=g, dtype=torch.double)
+    batches = []
+    for _ in range(steps):
+        centre = torch.rand(1, d, generator=g, dtype=torch.double)
+        batches.append(
+            (centre + 0.1 * torch.randn(q, d, generator=g, dtype=torch.double)).clamp(
+                0, 1
+            )
+        )
+    noise = 0.05 * torch.randn(n0 + steps * q, 1, generator=g, dtype=torch.double)
+    return X, batches, noise
+
+
+def _rebuilt(model):
+    # The same data, inducing inputs, hyperparameters and transform statistics.
+    fixed = model.train_X[model.inducing_index]
+    rebuilt = NystromGP(model.train_X, model.train_Y, inducing=fixed)
+    rebuilt.load_state_dict(model.state_dict())
+    return rebuilt
+
+
+@pytest.fixture(autouse=True)
+def _quiet():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ExactRegimeWarning)
+        yield
+
+
+def test_posterior_between_refits_equals_a_rebuilt_model():
+    X, batches, noise = _stream()
+    surrogate = IncrementalGP(
+        refit_every=100,
+        drift_tolerance=None,
+        generator=torch.Generator().manual_seed(1),
+    )
+    Y = _f(X) + noise[: len(X)]
+    surrogate(X, Y)
+    Xt = torch.rand(7, 3, generator=torch.Generator().manual_seed(2)).double()
+    for batch in batches:
+        X = torch.cat([X, batch])
+        Y = _f(X) + noise[: len(X)]
+        model = surrogate(X, Y)
+        assert surrogate.counts.last == "conditioned"
+        reference = _rebuilt(model)
+        post, ref = model.posterior(Xt), reference.posterior(Xt)
+        torch.testing.assert_close(post.mean, ref.mean, rtol=1e-8, atol=1e-8)
+        torch.testing.assert_close(
+            post.covariance_matrix, ref.covariance_matrix, rtol=1e-8, atol=1e-8
+        )
+    assert surrogate.counts.builds == 1 and surrogate.counts.refits == 0
+    assert model.train_X.shape[0] == X.shape[0]
+
+
+def test_new_points_join_with_their_leverage_probability():
+    X, batches, noise = _stream(steps=1, q=30)
+    Y = _f(X) + noise[: len(X)]
+    # qbar huge: every new point's probability is 1; tiny: (almost) 0.
+    for qbar, joins in [(1e9, True), (1e-12, False)]:
+        surrogate = IncrementalGP(refit_every=100, drift_tolerance=None, qbar=qbar)
+        first = surrogate(X, Y)
+        m0 = first.inducing_index.numel()
+        X2 = torch.cat([X, batches[0]])
+        model = surrogate(X2, _f(X2) + noise[: len(X2)])
+        assert surrogate.counts.last == "conditioned"
+        grown = model.inducing_index.numel() - m0
+        assert (grown == 30) if joins else (grown == 0)
+        if joins:
+            assert set(range(len(X), len(X2))) <= set(model.inducing_index.tolist())
+
+
+def test_refits_on_schedule_growth_and_changed_data():
+    X, batches, noise = _stream(steps=4)
+    surrogate = IncrementalGP(refit_every=3, drift_tolerance=None, qbar=1e-12)
+    Y = _f(X) + noise[: len(X)]
+    surrogate(X, Y)
+    actions = []
+    for batch in batches:
+        X = torch.cat([X, batch])
+        Y = _f(X) + noise[: len(X)]
+        surrogate(X, Y)
+        actions.append((surrogate.counts.last, surrogate.counts.last_reason))
+    assert actions[:3] == [
+        ("conditioned", ""),
+        ("conditioned", ""),
+        ("refit", "schedule"),
+    ]
+    # The same data again: nothing to do, the same model.
+    model = surrogate.model
+    assert surrogate(X, Y) is model and surrogate.counts.last == "unchanged"
+    # Changed history: rebuilt and refitted.
+    surrogate(X.flip(0), Y.flip(0))
+    assert surrogate.counts.last_reason == "data changed"
+    # Growth: every new point joins, so the set doubles and is redrawn.
+    grow = IncrementalGP(refit_every=100, drift_tolerance=None, qbar=1e9)
+    X0, Y0 = X[:10], Y[:10]
+    grow(X0, Y0)
+    grow(X[:40], Y[:40])
+    assert grow.counts.last_reason == "growth"
+
+
+def test_refit_warm_starts_from_the_previous_hyperparameters():
+    X, batches, noise = _stream(steps=1)
+    Y = _f(X) + noise[: len(X)]
+    surrogate = IncrementalGP(
+        refit_every=1, fit_kwargs={"optimizer_kwargs": {"options": {"maxiter": 1}}}
+    )
+    first = surrogate(X, Y)
+    lengthscale = first.covar_module.lengthscale.detach().clone()
+    X2 = torch.cat([X, batches[0]])
+    second = surrogate(X2, _f(X2) + noise[: len(X2)])
+    assert surrogate.counts.last == "refit"
+    # One optimiser step from the previous values stays near them; a cold start
+    # would begin at the prior's mode instead.
+    cold = NystromGP(X2, _f(X2) + noise[: len(X2)])
+    near = (second.covar_module.lengthscale - lengthscale).abs().max()
+    far = (cold.covar_module.lengthscale - lengthscale).abs().max()
+    assert near < 0.5 * far
+
+
+def test_drift_triggers_a_refit():
+    X, batches, noise = _stream(steps=1, q=20)
+    Y = _f(X) + noise[: len(X)]
+    surrogate = IncrementalGP(refit_every=100, drift_tolerance=0.05)
+    surrogate(X, Y)
+    # New observations far off the fitted function: the likelihood drops.
+    X2 = torch.cat([X, batches[0]])
+    Y2 = torch.cat([Y, 50 + _f(batches[0])])
+    surrogate(X2, Y2)
+    assert surrogate.counts.last == "refit"
+    assert surrogate.counts.last_reason == "drift"
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"refit_every": 0},
+        {"refit_every": 2.5},
+        {"redraw_growth": 1.0},
+        {"drift_tolerance": -1.0},
+        {"drift_tolerance": float("nan")},
+        {"qbar": 0.0},
+    ],
+)
+def test_bad_options_raise(kwargs):
+    with pytest.raises(InputDataError):
+        IncrementalGP(**kwargs)
