@@ -23,6 +23,7 @@ import torch
 
 from botorch_sketch.benchmarks import (
     bandits,
+    bo,
     contextual,
     fantasies,
     gssbo,
@@ -69,6 +70,10 @@ def _gssbo(budget: str, stem: str) -> tuple[str, list[str]]:
     return gssbo.render(rows, machine()), gssbo.plot(rows, stem)
 
 
+def _bo(budget: str, stem: str) -> tuple[str, list[str]]:
+    return bo.report(budget, stem, machine())
+
+
 def _scale(budget: str, stem: str) -> tuple[str, list[str]]:
     return scale.render(scale.run(budget), machine()), []
 
@@ -91,12 +96,17 @@ BENCHMARKS: dict[str, tuple[str, Callable[[str, str], tuple[str, list[str]]]]] =
     "bandits": ("BKB against exact GP-UCB", _bandits),
     "linear": ("fLinUCB-GD against LinUCB", _linear),
     "contextual": ("EK-UCB against KernelUCB, CBKB and CBBKB", _contextual),
+    "bo": ("Closed-loop BO: NystromGP against SingleTaskGP and the rest", _bo),
     "gssbo": ("GSSBO against the full SingleTaskGP and a random subset", _gssbo),
     "scale": ("NystromGP up to a million observations", _scale),
     "throughput": ("The posterior over many candidates against matmul", _throughput),
     "fantasies": ("Fantasies by Woodbury steps against refactorising", _fantasies),
     "tuning": ("botorch-sketch tune against Ax's default model", _tuning),
 }
+
+
+#: The budgets every benchmark has.
+BOTH = ("small", "large")
 
 
 def _section(name: str, text: str, figures: list[str], relative_to: str) -> str:
@@ -166,7 +176,13 @@ def main(argv: list[str] | None = None) -> int:
     r"""Run one benchmark or all of them, print the tables and write them."""
     parser = argparse.ArgumentParser(prog="python -m botorch_sketch.benchmarks")
     parser.add_argument("benchmark", nargs="?", choices=[*BENCHMARKS, "all"])
-    parser.add_argument("--budget", choices=["small", "large"], default="small")
+    parser.add_argument(
+        "--budget",
+        choices=["small", "large", *(b for b in bo.BUDGETS if b not in BOTH)],
+        default="small",
+        help="small or large; the bo benchmark also has "
+        + ", ".join(b for b in bo.BUDGETS if b not in BOTH),
+    )
     parser.add_argument("--out", default="benchmark-results")
     parser.add_argument(
         "--collect",
@@ -182,8 +198,10 @@ def main(argv: list[str] | None = None) -> int:
             parser.error("--collect runs nothing: give no benchmark name.")
         collect(args.collect, args.budget, args.to)
         return 0
-    os.makedirs(args.out, exist_ok=True)
     names = list(BENCHMARKS) if args.benchmark in (None, "all") else [args.benchmark]
+    if args.budget not in BOTH and names != ["bo"]:
+        parser.error(f"--budget {args.budget} is a budget of the bo benchmark only.")
+    os.makedirs(args.out, exist_ok=True)
     sections = []
     for name in names:
         runner = BENCHMARKS[name][1]

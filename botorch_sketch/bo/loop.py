@@ -28,6 +28,7 @@ from botorch.acquisition import (
     qLogNoisyExpectedImprovement,
     qUpperConfidenceBound,
 )
+from botorch.acquisition.thompson_sampling import PathwiseThompsonSampling
 from botorch.exceptions.errors import InputDataError, ModelFittingError
 from botorch.exceptions.warnings import OptimizationWarning
 from botorch.fit import fit_gpytorch_mll
@@ -47,7 +48,7 @@ from botorch_sketch.bo.triggers import SubsetTrigger
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-AcquisitionName = Literal["ucb", "logei", "qlognei"]
+AcquisitionName = Literal["ucb", "logei", "qlognei", "ts"]
 
 
 @dataclass
@@ -63,6 +64,11 @@ class ModelSpec:
         trigger: Sets the ``subset_size`` option each iteration (None: options as
             given). A copy is used per run.
         factory: Overrides ``model_class``: any ``(train_X, train_Y) -> Model``.
+        surrogate: Overrides both: makes, once per run, a callable ``(train_X,
+            train_Y) -> fitted model`` that the loop calls each iteration with
+            all data so far and that may keep state between calls (e.g.
+            ``lambda: IncrementalGP()``, or a model with its own fitting
+            routine). The loop then neither builds nor fits.
     """
 
     name: str
@@ -70,6 +76,7 @@ class ModelSpec:
     options: dict[str, Any] = field(default_factory=dict)
     trigger: SubsetTrigger | None = None
     factory: Callable[[Tensor, Tensor], Model] | None = None
+    surrogate: Callable[[], Callable[[Tensor, Tensor], Model]] | None = None
 
 
 @dataclass
@@ -88,6 +95,8 @@ class BOTrace:
         X: The evaluated points (unit cube), ``iterations * q x d``.
         fit_failures: Iterations whose fit failed (``ModelFittingError``); they
             used the hyperparameters the model started from.
+        stopped_at_cap: Whether the run stopped at its time cap before its last
+            iteration.
     """
 
     name: str
@@ -100,6 +109,7 @@ class BOTrace:
     train_size: list[int] = field(default_factory=list)
     X: list[Tensor] = field(default_factory=list)
     fit_failures: list[int] = field(default_factory=list)
+    stopped_at_cap: bool = False
 
     @property
     def num_iterations(self) -> int:
@@ -148,7 +158,8 @@ def make_acquisition(
             ``q > 1``), ``"logei"`` (``LogExpectedImprovement`` /
             ``qLogExpectedImprovement``, best observation as incumbent) or
             ``"qlognei"`` (``qLogNoisyExpectedImprovement`` on all observed
-            inputs, pruned).
+            inputs, pruned) or ``"ts"`` (``PathwiseThompsonSampling``: ``q``
+            posterior sample paths, each maximised).
         model: The fitted model.
         train_X: All observed inputs, ``n x d``.
         train_Y: All observations, ``n x 1``.
@@ -168,8 +179,10 @@ def make_acquisition(
         return qLogExpectedImprovement(model, best_f=train_Y.max())
     if name == "qlognei":
         return qLogNoisyExpectedImprovement(model, X_baseline=train_X)
+    if name == "ts":
+        return PathwiseThompsonSampling(model)
     raise InputDataError(
-        f"Unknown acquisition {name!r}; expected 'ucb', 'logei' or 'qlognei'."
+        f"Unknown acquisition {name!r}; expected 'ucb', 'logei', 'qlognei' or 'ts'."
     )
 
 
@@ -239,6 +252,7 @@ def run_bo(
     warm_start: bool = False,
     fit_kwargs: dict[str, Any] | None = None,
     progress: bool = True,
+    time_cap: float | None = None,
 ) -> BOTrace:
     r"""Run BO on a test function with one model.
 
@@ -263,6 +277,8 @@ def run_bo(
         fit_kwargs: Passed to ``fit_gpytorch_mll`` (e.g. ``max_attempts=1`` and
             ``optimizer_kwargs={"options": {"maxiter": 100}}`` for long runs).
         progress: Show a progress bar.
+        time_cap: Stop once the fit and acquisition seconds so far exceed this
+            (the trace then says ``stopped_at_cap``); None runs every iteration.
 
     Returns:
         The run's :class:`BOTrace`.
@@ -291,12 +307,20 @@ def run_bo(
             range(iterations), desc=f"{spec.name} {trace.problem}", disable=not progress
         )
         model = None
+        surrogate = spec.surrogate() if spec.surrogate is not None else None
         for _ in bar:
+            if time_cap is not None and trace.num_iterations > 0:
+                if float(trace.cumulative_time[-1]) > time_cap:
+                    trace.stopped_at_cap = True
+                    break
             start = time.perf_counter()
-            previous = model if warm_start else None
-            model = _build(spec, trigger, X, Y, num_initial, q)
-            if not _fit(model, previous, fit_kwargs or {}):
-                trace.fit_failures.append(trace.num_iterations)
+            if surrogate is not None:
+                model = surrogate(X, Y)
+            else:
+                previous = model if warm_start else None
+                model = _build(spec, trigger, X, Y, num_initial, q)
+                if not _fit(model, previous, fit_kwargs or {}):
+                    trace.fit_failures.append(trace.num_iterations)
             fitted = time.perf_counter()
             acqf = make_acquisition(acquisition, model, X, Y, q, beta)
             candidate, _ = optimize_acqf(
