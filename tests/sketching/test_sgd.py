@@ -71,6 +71,29 @@ def test_ridge_fixed_point_is_the_regularised_solution():
     assert (solver.estimate - target).norm() < (solver.theta - target).norm()
 
 
+@pytest.mark.parametrize("ridge", [None, InverseRidge(2.0)])
+def test_long_features_take_the_steps_of_unit_features(ridge):
+    # SGD on s x with the step over s^2 is SGD on x with the ridge over s^2,
+    # theta scaled by 1 / s; without the scaling the iterates diverged.
+    s, d = 10.0, 5
+    X, y = _sphere(300, d, seed=3)
+
+    def run(features, ridge):
+        solver = SGDLeastSquares(
+            d,
+            HarmonicStep(3.5 * d),
+            ridge=ridge,
+            generator=torch.Generator().manual_seed(0),
+        )
+        solver.observe_batch(features, y)
+        return solver
+
+    long = run(s * X, ridge)
+    unit = run(X, None if ridge is None else InverseRidge(ridge.ridge / s**2))
+    assert float(long.step_scale) == pytest.approx(1 / s**2)
+    torch.testing.assert_close(s * long.theta, unit.theta, rtol=1e-8, atol=1e-10)
+
+
 def test_deterministic_under_a_seed():
     X, y = _sphere(300, 4, seed=2)
     runs = []
