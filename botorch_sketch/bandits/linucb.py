@@ -245,7 +245,9 @@ class SGDLinUCB(ContextualPolicy):
         if self.solver.n > 0:
             for _ in range(self.tracking_steps):
                 i = self.solver.draw_index()
-                tracker.step(self.solver.sample(i)[0], self.solver.n)
+                tracker.step(
+                    self.solver.sample(i)[0], self.solver.n, self.solver.step_scale
+                )
 
     def scores(self, candidates: Tensor) -> Tensor:
         r"""The upper confidence bounds of ``C x d`` candidates (``C``)."""
@@ -275,4 +277,6 @@ class SGDLinUCB(ContextualPolicy):
                 if step:
                     i = self.solver.sgd_step()
                 if self.tracker is not None:
-                    self.tracker.step(self.solver.sample(i)[0], self.solver.n)
+                    self.tracker.step(
+                        self.solver.sample(i)[0], self.solver.n, self.solver.step_scale
+                    )

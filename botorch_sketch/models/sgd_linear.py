@@ -220,7 +220,9 @@ class SGDLinearModel(Model):
             if self.exact is not None:
                 self.exact.observe(phi, y)
             else:
-                self.tracker.step(self.solver.sample(i)[0], self.solver.n)
+                self.tracker.step(
+                    self.solver.sample(i)[0], self.solver.n, self.solver.step_scale
+                )
 
     def condition_on_observations(self, X: Tensor, Y: Tensor, **kwargs: Any) -> Model:
         r"""A new model with ``(X, Y)`` streamed in; this one is unchanged.

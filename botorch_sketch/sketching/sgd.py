@@ -201,8 +201,8 @@ class SGDLeastSquares:
         self.theta = torch.zeros(dim, dtype=dtype, device=device)
         self.average = torch.zeros_like(self.theta)
         #: ``1 / max(1, largest squared feature norm so far)``, multiplying every
-        #: step; a 0-d tensor, so that keeping it needs no device sync per step.
-        self.step_scale = torch.ones((), dtype=dtype, device=device)
+        #: step (a float: tensor arithmetic on the step doubled its cost).
+        self.step_scale = 1.0
         #: The number of SGD steps taken (the Polyak average is over these).
         self.num_steps = 0
         # The history is a read-only prefix (shared with the solver this one was
@@ -303,7 +303,7 @@ class SGDLeastSquares:
         self._y[own] = y.reshape(())
         self.n += 1
         # Before the step: it may be taken on this very sample.
-        self.step_scale = torch.minimum(self.step_scale, (x @ x).reciprocal())
+        self.step_scale = min(self.step_scale, 1.0 / max(float(x @ x), 1.0))
         return self.sgd_step()
 
     def observe_batch(self, X: Tensor, Y: Tensor) -> None:
@@ -334,7 +334,7 @@ class SGDLeastSquares:
             if self.ridge is not None
             else self.theta
         )
-        self.theta = torch.addcmul(shrunk, residual * gamma, x_i)
+        self.theta = torch.addcmul(shrunk, residual, x_i, value=gamma)
         if self.averaging:
             # A uniform average over all steps taken (extra steps at a fixed n
             # included), not an exponential one at rate 1 / n.
@@ -397,8 +397,10 @@ class WidthTracker:
     (fewer observations than dimensions, or sparse features).
 
     As in :class:`SGDLeastSquares`, steps are divided by the largest squared
-    norm of the ``x_i`` stepped on so far when it exceeds 1 (the contraction
-    ``1 - gamma ||x_i||^2`` along ``x_i`` must stay above -1).
+    norm of the ``x_i`` when it exceeds 1 (the contraction ``1 - gamma
+    ||x_i||^2`` along ``x_i`` must stay above -1): the solver's
+    :attr:`~SGDLeastSquares.step_scale` if the caller passes it, else the
+    tracker's own over the samples it stepped on.
 
     The price of this form is that along the data ``phi``'s target shrinks like
     ``1 / n``, which a step ``gamma_n = c / (4 (c + n))`` follows only with a
@@ -410,7 +412,7 @@ class WidthTracker:
     Example:
         >>> tracker = WidthTracker(arms, step=HarmonicStep(35.0), ridge=None)
         >>> i = solver.observe(x, y)
-        >>> tracker.step(solver.sample(i)[0], solver.n)
+        >>> tracker.step(solver.sample(i)[0], solver.n, solver.step_scale)
         >>> tracker.quadratic_forms()  # ~ x_k^T A_n^{-1} x_k
     """
 
@@ -441,7 +443,7 @@ class WidthTracker:
         self.vectors = vectors
         self.phi = vectors / initial_scale
         #: ``1 / max(1, largest squared norm of the x_i stepped on)``.
-        self.step_scale = torch.ones((), dtype=vectors.dtype, device=vectors.device)
+        self.step_scale = 1.0
 
     def retarget(self, vectors: Tensor) -> None:
         r"""Track new vectors of the same ``K x d`` shape.
@@ -456,22 +458,27 @@ class WidthTracker:
             )
         self.vectors = vectors
 
-    def step(self, x_i: Tensor, n: int) -> None:
+    def step(self, x_i: Tensor, n: int, step_scale: float | None = None) -> None:
         r"""One step of every ``phi_k`` on the resampled history vector ``x_i``.
 
         Args:
             x_i: A ``d`` tensor, the sample ``x_{i_n}`` drawn from the history.
             n: The number of observations so far (``n >= 1``).
+            step_scale: The solver's :attr:`SGDLeastSquares.step_scale`, which
+                spares a norm per step; None to track the largest norm here.
         """
-        self.step_scale = torch.minimum(self.step_scale, (x_i @ x_i).reciprocal())
-        gamma = self.step_size(n) * self.step_scale
+        if step_scale is None:
+            self.step_scale = min(self.step_scale, 1.0 / max(float(x_i @ x_i), 1.0))
+            step_scale = self.step_scale
+        gamma = self.step_size(n) * step_scale
         shrink = 1.0 - gamma * (self.ridge(n) if self.ridge is not None else 0.0)
         # phi <- shrink phi + (gamma / n) x - gamma (phi^T x_i) x_i^T: three kernels.
         projection = self.phi @ x_i
         self.phi = torch.addr(
-            self.phi.mul(shrink).addcmul_(self.vectors, gamma / n),
+            self.phi.mul(shrink).add_(self.vectors, alpha=gamma / n),
             projection,
-            x_i * -gamma,
+            x_i,
+            alpha=-gamma,
         )
 
     def inverse_products(self) -> Tensor:
