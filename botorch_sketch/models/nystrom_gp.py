@@ -359,6 +359,7 @@ class NystromGP(GPyTorchModel, GP, FantasizeMixin):
         # The fixed random subset of ``fit_subset_size`` rows (all rows if unset).
         n = self.train_X.shape[0]
         size = self.fit_subset_size
+        check_fit_subset_size(size)  # also set as an attribute, after __init__
         if size is None or n <= size:
             return torch.arange(n, device=self.train_X.device)
         g = torch.Generator().manual_seed(0)

@@ -425,6 +425,10 @@ def test_fit_subset_size_must_be_a_positive_int(size, tkwargs):
     X, Y = _data(**tkwargs)
     with pytest.raises(InputDataError, match="fit_subset_size"):
         NystromGP(X, Y, fit_subset_size=size)
+    model = NystromGP(X, Y)
+    model.fit_subset_size = size  # the attribute is documented as a setting too
+    with pytest.raises(InputDataError, match="fit_subset_size"):
+        model.select_inducing_points()
 
 
 def test_batched_covar_module_is_unsupported(tkwargs):
