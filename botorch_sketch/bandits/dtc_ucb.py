@@ -49,6 +49,36 @@ from botorch_sketch.sketching.kernels import kernel_diagonal
 from botorch_sketch.sketching.online import OnlineDTC, TrackedCandidates
 
 
+def _check_dictionary_size(size: int) -> None:
+    # A negative count sliced off the last arms of the permutation.
+    if isinstance(size, bool) or size < 0:
+        raise InputDataError(
+            f"dictionary, as a number of arms, must be a non-negative int; got "
+            f"{size!r}."
+        )
+
+
+def _check_dictionary(dictionary: Tensor | list[int], num_arms: int) -> Tensor:
+    # Arm indices: an index past the arms was an IndexError deep in the rebuild.
+    index = torch.as_tensor(dictionary)
+    if index.numel() == 0:
+        return index.reshape(0).long()
+    if index.dtype == torch.bool or index.is_floating_point() or index.dim() != 1:
+        raise InputDataError(
+            "dictionary must be a 1-d integer tensor of arm indices, got dtype "
+            f"{index.dtype} and shape {tuple(index.shape)}."
+        )
+    bad = index[(index < 0) | (index >= num_arms)]
+    if bad.numel():
+        raise InputDataError(
+            f"dictionary indices must lie in [0, {num_arms}) for {num_arms} arms, "
+            f"got {bad.tolist()}."
+        )
+    if index.unique().numel() != index.numel():
+        raise InputDataError("dictionary indices must be distinct.")
+    return index.long()
+
+
 class DTCUCB(FiniteArmPolicy):
     r"""UCB with a DTC posterior on a fixed dictionary of arms."""
 
@@ -92,11 +122,20 @@ class DTCUCB(FiniteArmPolicy):
             generator: The random generator.
         """
         super().__init__(arms, generator=generator)
-        if noise_var <= 0:
-            raise InputDataError(f"noise_var must be positive, got {noise_var}.")
+        # NaN passes ``<= 0`` checks, and failed later inside a Cholesky.
+        if not (math.isfinite(noise_var) and noise_var > 0):
+            raise InputDataError(
+                f"noise_var must be finite and positive, got {noise_var}."
+            )
         if isinstance(beta, str) and beta not in ("theory", "authors"):
             raise InputDataError(
                 f"beta must be a number, 'theory' or 'authors'; got {beta!r}."
+            )
+        if not isinstance(beta, str) and not (math.isfinite(beta) and beta >= 0):
+            raise InputDataError(f"beta must be finite and non-negative, got {beta}.")
+        if not (math.isfinite(rkhs_norm) and rkhs_norm >= 0):
+            raise InputDataError(
+                f"rkhs_norm must be finite and non-negative, got {rkhs_norm}."
             )
         self.kernel = kernel
         self.noise_var = float(noise_var)
@@ -121,10 +160,11 @@ class DTCUCB(FiniteArmPolicy):
             )
             self.kappa2 = float(self.prior_variance.max())
             if isinstance(dictionary, int):
+                _check_dictionary_size(dictionary)
                 dictionary = torch.randperm(A, generator=self.generator)[:dictionary]
             if dictionary is None:
                 dictionary = torch.zeros(0, dtype=torch.long)
-            self._rebuild(torch.as_tensor(dictionary, device=arms.device).long())
+            self._rebuild(_check_dictionary(dictionary, A).to(arms.device))
 
     @property
     def dictionary_size(self) -> int:

@@ -34,6 +34,8 @@ References
 
 from __future__ import annotations
 
+import math
+
 import torch
 from botorch.exceptions.errors import BotorchTensorDimensionError, InputDataError
 from torch import Tensor
@@ -62,6 +64,13 @@ def _check_candidates(candidates: Tensor, dim: int) -> None:
         )
     if not bool(torch.isfinite(candidates).all()):
         raise InputDataError("candidates contain NaN or infinite values.")
+
+
+def _check_width(width: float) -> None:
+    # A NaN width made every score NaN (and arm 0 always played); a negative
+    # one turns exploration into avoidance. KernelUCB rejects both too.
+    if not (math.isfinite(width) and width >= 0):
+        raise InputDataError(f"width must be finite and non-negative, got {width}.")
 
 
 def _check_feedback(features: Tensor, rewards: Tensor, dim: int) -> Tensor:
@@ -105,6 +114,7 @@ class LinUCB(ContextualPolicy):
             device: The device.
         """
         super().__init__(generator=None)
+        _check_width(width)
         self.dim = dim
         self.width = width
         self.solver = OnlineRidge(dim, ridge=ridge, dtype=dtype, device=device)
@@ -137,6 +147,13 @@ class SGDLinUCB(ContextualPolicy):
     ridge ``lambda_n = 1 / n``; with the paper's ``lambda_n = n^{-(1 - alpha)}``
     it is LinUCB's width for a ridge that grows like ``n^alpha``, not a fixed
     prior's.
+
+    The schedules assume features of norm at most 1. Longer ones do not make
+    the iterates diverge (the steps are divided by the largest squared norm
+    seen, see :class:`~botorch_sketch.sketching.sgd.SGDLeastSquares`), but on
+    ``R x`` the policy is the policy on ``x`` with the ridge over ``R^2``: a
+    weaker prior, whose widths SGD tracks more slowly. Rescale features to
+    unit norm for the paper's behaviour.
 
     Example:
         >>> policy = FixedArmSet(SGDLinUCB(dim=d, generator=g), arms)
@@ -184,7 +201,11 @@ class SGDLinUCB(ContextualPolicy):
         """
         super().__init__(generator=generator)
         if tracking_steps < 0 or steps_per_update < 1:
-            raise ValueError("need tracking_steps >= 0 and steps_per_update >= 1.")
+            raise InputDataError(
+                "need tracking_steps >= 0 and steps_per_update >= 1, got "
+                f"{tracking_steps} and {steps_per_update}."
+            )
+        _check_width(width)
         self.dim = dim
         self.width = width
         self.tracking_steps = tracking_steps
@@ -224,7 +245,9 @@ class SGDLinUCB(ContextualPolicy):
         if self.solver.n > 0:
             for _ in range(self.tracking_steps):
                 i = self.solver.draw_index()
-                tracker.step(self.solver.sample(i)[0], self.solver.n)
+                tracker.step(
+                    self.solver.sample(i)[0], self.solver.n, self.solver.step_scale
+                )
 
     def scores(self, candidates: Tensor) -> Tensor:
         r"""The upper confidence bounds of ``C x d`` candidates (``C``)."""
@@ -254,4 +277,6 @@ class SGDLinUCB(ContextualPolicy):
                 if step:
                     i = self.solver.sgd_step()
                 if self.tracker is not None:
-                    self.tracker.step(self.solver.sample(i)[0], self.solver.n)
+                    self.tracker.step(
+                        self.solver.sample(i)[0], self.solver.n, self.solver.step_scale
+                    )

@@ -58,8 +58,14 @@ from linear_operator import to_linear_operator
 from torch import Tensor
 
 from botorch_sketch.models.validation import (
+    check_fit_subset_size,
+    check_inducing_not_empty,
+    check_new_observations,
+    check_observation_noise,
     check_test_inputs,
     check_training_data,
+    check_unbatched_kernel,
+    floor_fixed_noise,
     reject_unsupported_options,
 )
 from botorch_sketch.sketching.dtc import (
@@ -70,6 +76,7 @@ from botorch_sketch.sketching.dtc import (
 from botorch_sketch.sketching.nystrom import NystromEmbedding
 from botorch_sketch.sketching.online import OnlineDTC
 from botorch_sketch.sketching.selection import (
+    FixedSelector,
     InducingSelector,
     RidgeLeverageSampler,
     distinct_rows,
@@ -180,6 +187,7 @@ class NystromGP(GPyTorchModel, GP, FantasizeMixin):
             fit_subset_size: Sets :attr:`fit_subset_size` for this model.
         """
         check_training_data(type(self).__name__, train_X, train_Y, train_Yvar)
+        check_fit_subset_size(fit_subset_size)
         with torch.no_grad():
             transformed_X = self.transform_inputs(
                 X=train_X, input_transform=input_transform
@@ -221,6 +229,7 @@ class NystromGP(GPyTorchModel, GP, FantasizeMixin):
             if covar_module is None
             else covar_module
         )
+        check_unbatched_kernel(type(self).__name__, self.covar_module)
         if outcome_transform is not None:
             self.outcome_transform = outcome_transform
         if input_transform is not None:
@@ -269,6 +278,7 @@ class NystromGP(GPyTorchModel, GP, FantasizeMixin):
             )
         if not bool(torch.isfinite(inducing).all()):
             raise InputDataError("Inducing inputs contain NaN or infinite values.")
+        check_inducing_not_empty(inducing)
         return inducing.to(train_X)
 
     def _transform_like_training(self, X: Tensor) -> Tensor:
@@ -288,7 +298,7 @@ class NystromGP(GPyTorchModel, GP, FantasizeMixin):
                 )
         self.train_targets = Y.squeeze(-1)
         if Yvar is not None:
-            self.likelihood.noise = Yvar.squeeze(-1)
+            self.likelihood.noise = floor_fixed_noise(Yvar.squeeze(-1))
 
     @property
     def train_inputs(self) -> tuple[Tensor]:
@@ -335,6 +345,12 @@ class NystromGP(GPyTorchModel, GP, FantasizeMixin):
             raise UnsupportedError(
                 "A fantasy model keeps the inducing set it was conditioned with."
             )
+        if isinstance(self._rule, FixedSelector):
+            # Its indices are row numbers of the data, not positions among the
+            # distinct inputs of the fitting subset that other rules choose from.
+            self.inducing_index = self._rule.training_rows(self.train_X)
+            self._cache = None
+            return
         if self._rule is not None:
             with torch.no_grad():
                 # With ``fit_subset_size`` the rule chooses among the fitting
@@ -445,6 +461,7 @@ class NystromGP(GPyTorchModel, GP, FantasizeMixin):
         # The fixed random subset of ``fit_subset_size`` rows (all rows if unset).
         n = self.train_X.shape[0]
         size = self.fit_subset_size
+        check_fit_subset_size(size)  # also set as an attribute, after __init__
         if size is None or n <= size:
             return torch.arange(n, device=self.train_X.device)
         g = torch.Generator().manual_seed(0)
@@ -482,8 +499,9 @@ class NystromGP(GPyTorchModel, GP, FantasizeMixin):
             )
         rows = self._subset_rows()
         inducing = self._rule
-        if self._fixed_inducing is not None:
-            inducing = self._transform_like_training(self._fixed_inducing)
+        if self._fixed_inducing is not None or isinstance(inducing, FixedSelector):
+            # Fixed rows number this model's data, not the subset's: pass inputs.
+            inducing = self.inducing_points
         subset = NystromGP(
             self._transform_like_training(self.train_X[rows]),
             self.train_targets[rows].unsqueeze(-1),
@@ -698,6 +716,7 @@ class NystromGP(GPyTorchModel, GP, FantasizeMixin):
         self, observation_noise: bool | Tensor, covar: Tensor
     ) -> Tensor | None:
         if isinstance(observation_noise, Tensor):
+            check_observation_noise(observation_noise)
             if observation_noise.shape[-1] == 1:
                 observation_noise = observation_noise.squeeze(-1)
             return observation_noise.expand(covar.shape[:-1])
@@ -731,6 +750,7 @@ class NystromGP(GPyTorchModel, GP, FantasizeMixin):
                 f"Y must have shape batch_shape x n' x 1, got {tuple(Y.shape)}."
             )
         check_test_inputs(X, self.train_X.shape[-1])
+        check_new_observations(X, Y, noise)
         # Transforms must apply their fitted statistics, not re-fit on Y.
         self.eval()
         if not bool(torch.isfinite(Y).all()):
@@ -744,9 +764,8 @@ class NystromGP(GPyTorchModel, GP, FantasizeMixin):
             # Shaped like the inputs, not the fantasies: see ``OnlineDTC.absorb``.
             noise_tf = self.likelihood.noise.expand(X.shape[:-1])
         else:
-            if bool((noise < 0).any()):
-                raise InputDataError("noise contains negative variances.")
-            noise_tf = noise.squeeze(-1)
+            # As gpytorch's fixed-noise likelihood: exact zeros break the update.
+            noise_tf = floor_fixed_noise(noise.squeeze(-1))
         Y_tf = Y
         if hasattr(self, "outcome_transform"):
             Y_tf, _ = self.outcome_transform(Y, None, X=X_tf)

@@ -27,7 +27,11 @@ one and takes one SGD step per new point, ``O(m)`` for the mean (plus the
 
 Caveats: SGD tracks the posterior mean with an ``O(n^{-1/2})`` error only for
 well-conditioned features (``||phi|| <= 1`` and ``lambda_min(Phi^T Phi / n)``
-bounded below); correlated random features make it slow. A ridge schedule
+bounded below); correlated random features make it slow. Longer features do
+not diverge: the steps are divided by the largest squared feature norm ``R^2``
+seen (:class:`~botorch_sketch.sketching.sgd.SGDLeastSquares`), which keeps the
+fixed point (the posterior mean) and tracks it as on ``phi / R`` with the
+noise variance over ``R^2``. A ridge schedule
 other than ``lambda / n`` (the paper's ``n^{-(1 - alpha)}``) makes the mean a
 non-Bayesian ridge estimate; the exact variance keeps the fixed-prior
 ``V_n``. The model has no hyperparameters to fit and no transforms: scale the
@@ -43,6 +47,7 @@ References
 from __future__ import annotations
 
 import copy
+import math
 from typing import Any, Literal
 
 import torch
@@ -121,8 +126,11 @@ class SGDLinearModel(Model):
                 )
         else:
             check_training_data(type(self).__name__, train_X, train_Y, None)
-        if noise_var <= 0:
-            raise InputDataError(f"noise_var must be positive, got {noise_var}.")
+        # NaN passed ``noise_var <= 0`` and failed later inside a Cholesky.
+        if not (math.isfinite(noise_var) and noise_var > 0):
+            raise InputDataError(
+                f"noise_var must be finite and positive, got {noise_var}."
+            )
         if variance not in ("exact", "tracked"):
             raise UnsupportedError(
                 f"variance must be exact or tracked, not {variance}."
@@ -212,7 +220,9 @@ class SGDLinearModel(Model):
             if self.exact is not None:
                 self.exact.observe(phi, y)
             else:
-                self.tracker.step(self.solver.sample(i)[0], self.solver.n)
+                self.tracker.step(
+                    self.solver.sample(i)[0], self.solver.n, self.solver.step_scale
+                )
 
     def condition_on_observations(self, X: Tensor, Y: Tensor, **kwargs: Any) -> Model:
         r"""A new model with ``(X, Y)`` streamed in; this one is unchanged.

@@ -13,6 +13,8 @@ from botorch.exceptions.errors import (
     InputDataError,
     UnsupportedError,
 )
+from gpytorch import settings
+from gpytorch.kernels import Kernel
 from torch import Tensor
 
 
@@ -119,3 +121,126 @@ def reject_unsupported_options(model_name: str, options: dict) -> None:
         raise UnsupportedError(
             f"{model_name} does not support the options {sorted(unsupported)}."
         )
+
+
+def check_fit_subset_size(fit_subset_size: int | None) -> None:
+    r"""Raise ``InputDataError`` unless ``fit_subset_size`` is None or an int >= 1.
+
+    A negative size sliced off the last rows (``randperm(n)[:-5]``) and zero
+    left nothing to fit on.
+
+    Args:
+        fit_subset_size: The constructor argument.
+    """
+    if fit_subset_size is None:
+        return
+    if isinstance(fit_subset_size, bool) or not isinstance(fit_subset_size, int):
+        raise InputDataError(
+            "fit_subset_size must be a positive int or None, got "
+            f"{fit_subset_size!r} ({type(fit_subset_size).__name__})."
+        )
+    if fit_subset_size < 1:
+        raise InputDataError(
+            f"fit_subset_size must be a positive int or None, got {fit_subset_size}."
+        )
+
+
+def check_unbatched_kernel(model_name: str, kernel: Kernel) -> None:
+    r"""Raise ``UnsupportedError`` if ``kernel`` or a kernel inside it is batched.
+
+    The Nystrom algebra reads one ``m x m`` kernel matrix; a batched kernel
+    otherwise failed deep inside it ("only one element tensors can be converted
+    to Python scalars").
+
+    Args:
+        model_name: The class name, for the message.
+        kernel: The covariance module.
+    """
+    for name, module in kernel.named_modules():
+        if isinstance(module, Kernel) and len(module.batch_shape) > 0:
+            where = f"its submodule {name!r}" if name else "it"
+            raise UnsupportedError(
+                f"{model_name} needs a covar_module without batch dimensions; "
+                f"{where} has batch_shape {tuple(module.batch_shape)}. Use one "
+                "model per batch."
+            )
+
+
+def check_inducing_not_empty(inducing: Tensor) -> None:
+    r"""Raise ``InputDataError`` for a ``0 x d`` tensor of inducing inputs.
+
+    Args:
+        inducing: The ``m x d`` inducing inputs.
+    """
+    if inducing.shape[0] == 0:
+        raise InputDataError(
+            "inducing has no rows: the inducing set needs at least one point "
+            f"(got shape {tuple(inducing.shape)})."
+        )
+
+
+def floor_fixed_noise(noise: Tensor) -> Tensor:
+    r"""Raise fixed noise variances to gpytorch's ``min_fixed_noise``.
+
+    ``FixedNoiseGaussianLikelihood`` does this when it is built, which is how
+    ``SingleTaskGP`` works with zero observed noise; a model that assigns the
+    (outcome-transformed) noise afterwards must do it again, or exact zeros
+    reach a Cholesky factorisation.
+
+    Args:
+        noise: Noise variances.
+
+    Returns:
+        ``noise`` clamped below at ``gpytorch.settings.min_fixed_noise`` for its
+        dtype.
+    """
+    return noise.clamp_min(settings.min_fixed_noise.value(noise.dtype))
+
+
+def _check_noise_values(name: str, noise: Tensor) -> None:
+    _check_finite(name, noise)
+    if bool((noise < 0).any()):
+        raise InputDataError(
+            f"{name} contains negative noise variances (smallest "
+            f"{float(noise.min()):.3g})."
+        )
+
+
+def check_observation_noise(observation_noise: Tensor) -> None:
+    r"""Raise ``InputDataError`` for NaN, infinite or negative observation noise.
+
+    ``SingleTaskGP`` clamps negative values to zero, which hides a sign error in
+    the caller's noise model.
+
+    Args:
+        observation_noise: The tensor passed to ``posterior``.
+    """
+    _check_noise_values("observation_noise", observation_noise)
+
+
+def check_new_observations(X: Tensor, Y: Tensor, noise: Tensor | None) -> None:
+    r"""Validate the arguments of ``condition_on_observations``.
+
+    Args:
+        X: A ``batch_shape x n' x d`` tensor of inputs.
+        Y: A ``batch_shape' x n' x 1`` tensor of observations.
+        noise: None, or noise variances shaped like ``Y`` (leading dimensions
+            broadcasting).
+
+    Raises:
+        BotorchTensorDimensionError: for counts of X, Y and noise that differ.
+        InputDataError: for NaN, infinite or negative noise.
+    """
+    if X.shape[-2] != Y.shape[-2]:
+        raise BotorchTensorDimensionError(
+            f"X has {X.shape[-2]} points but Y has {Y.shape[-2]} observations "
+            f"(shapes {tuple(X.shape)} and {tuple(Y.shape)})."
+        )
+    if noise is None:
+        return
+    if noise.dim() < 2 or noise.shape[-2:] != Y.shape[-2:]:
+        raise BotorchTensorDimensionError(
+            f"noise must be shaped like Y, batch_shape x {Y.shape[-2]} x 1; got "
+            f"{tuple(noise.shape)}."
+        )
+    _check_noise_values("noise", noise)

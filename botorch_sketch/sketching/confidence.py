@@ -33,6 +33,8 @@ from __future__ import annotations
 import math
 from typing import Literal
 
+from botorch.exceptions.errors import InputDataError
+
 WidthForm = Literal["theory", "authors"]
 
 
@@ -64,11 +66,20 @@ def bkb_width(
 
     Returns:
         ``beta_t``.
+
+    Raises:
+        InputDataError: for ``epsilon``, ``delta``, ``rkhs_norm`` or ``form`` out of
+            range.
     """
     if not 0 <= epsilon < 1:
-        raise ValueError(f"epsilon must lie in [0, 1), got {epsilon}.")
+        raise InputDataError(f"epsilon must lie in [0, 1), got {epsilon}.")
     if not 0 < delta < 1:
-        raise ValueError(f"delta must lie in (0, 1), got {delta}.")
+        raise InputDataError(f"delta must lie in (0, 1), got {delta}.")
+    # A negative bound on a norm silently narrowed the width.
+    if not (math.isfinite(rkhs_norm) and rkhs_norm >= 0):
+        raise InputDataError(
+            f"rkhs_norm must be finite and non-negative, got {rkhs_norm}."
+        )
     t = max(num_observations, 1)
     bias = math.sqrt(regularizer) * rkhs_norm
     if form == "authors":
@@ -76,7 +87,7 @@ def bkb_width(
             noise_std**2 * (math.log(t) * variance_sum + math.log(1 / delta))
         )
     if form != "theory":
-        raise ValueError(f"form must be 'theory' or 'authors', got {form!r}.")
+        raise InputDataError(f"form must be 'theory' or 'authors', got {form!r}.")
     alpha = (1 + epsilon) / (1 - epsilon)
     log_det = alpha * (1 + math.log(kappa2 * t + 1)) * variance_sum
     return (

@@ -27,6 +27,7 @@ References:
 from __future__ import annotations
 
 import torch
+from botorch.exceptions.errors import UnsupportedError
 from gpytorch.kernels import Kernel
 from torch import Tensor
 
@@ -175,7 +176,9 @@ class NystromEmbedding:
             The ``n`` new coordinates.
         """
         if self.border_coefficients is None:
-            raise ValueError("new_coordinate needs an embedding made by extended().")
+            raise UnsupportedError(
+                "new_coordinate needs an embedding made by extended()."
+            )
         k_new = kernel_matrix(self.kernel, X, self.inducing_points[-1:]).squeeze(-1)
         return Z_old @ self.border_coefficients + self.root[-1, -1] * k_new
 

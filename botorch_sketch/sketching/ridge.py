@@ -21,6 +21,8 @@ References
 
 from __future__ import annotations
 
+import math
+
 import torch
 from botorch.exceptions.errors import BotorchTensorDimensionError, InputDataError
 from torch import Tensor
@@ -51,9 +53,9 @@ class OnlineRidge:
             device: The device.
         """
         if dim < 1:
-            raise ValueError(f"dim must be at least 1, got {dim}.")
-        if ridge <= 0:
-            raise ValueError(f"ridge must be positive, got {ridge}.")
+            raise InputDataError(f"dim must be at least 1, got {dim}.")
+        if not (math.isfinite(ridge) and ridge > 0):
+            raise InputDataError(f"ridge must be finite and positive, got {ridge}.")
         self.dim = dim
         self.ridge = float(ridge)
         self.inverse = torch.eye(dim, dtype=dtype, device=device) / ridge

@@ -12,7 +12,7 @@ transforms, devices and dtypes).
 - :class:`GreedyVarianceSelector`: deterministic greedy maximum residual variance
   (pivoted Cholesky, [Burt2020convergence]_).
 - :class:`UniformSelector`: a uniform random subset.
-- :class:`FixedSelector`: indices given by the user.
+- :class:`FixedSelector`: training rows given by the user.
 
 References:
 
@@ -26,6 +26,7 @@ References:
 
 from __future__ import annotations
 
+import math
 import warnings
 from abc import ABC, abstractmethod
 
@@ -154,10 +155,12 @@ class RidgeLeverageSampler(InducingSelector):
             generator: The random generator.
         """
         super().__init__(generator=generator)
-        if qbar <= 0:
-            raise ValueError(f"qbar must be positive, got {qbar}.")
+        # ``not qbar > 0`` alone would let infinity through; NaN fails every
+        # comparison, so ``qbar <= 0`` let it through and kept one point.
+        if not (math.isfinite(qbar) and qbar > 0):
+            raise InputDataError(f"qbar must be finite and positive, got {qbar}.")
         if max_size is not None and max_size < 1:
-            raise ValueError(f"max_size must be at least 1, got {max_size}.")
+            raise InputDataError(f"max_size must be at least 1, got {max_size}.")
         self.qbar = qbar
         self.max_size = max_size
         self.num_passes = num_passes
@@ -300,7 +303,9 @@ class GreedyVarianceSelector(InducingSelector):
         """
         super().__init__(generator=None)
         if num_inducing < 1:
-            raise ValueError(f"num_inducing must be at least 1, got {num_inducing}.")
+            raise InputDataError(
+                f"num_inducing must be at least 1, got {num_inducing}."
+            )
         self.num_inducing = num_inducing
         self.tolerance = tolerance
 
@@ -391,7 +396,9 @@ class UniformSelector(InducingSelector):
         """
         super().__init__(generator=generator)
         if num_inducing < 1:
-            raise ValueError(f"num_inducing must be at least 1, got {num_inducing}.")
+            raise InputDataError(
+                f"num_inducing must be at least 1, got {num_inducing}."
+            )
         self.num_inducing = num_inducing
 
     def select(
@@ -407,18 +414,67 @@ class UniformSelector(InducingSelector):
 
 
 class FixedSelector(InducingSelector):
-    r"""Inducing indices chosen by the user (e.g. a fixed subset of arms)."""
+    r"""Inducing points at training rows chosen by the user.
+
+    The indices are row numbers of the training data: in a model,
+    ``FixedSelector(idx)`` makes ``train_X[idx]`` the inducing set, as
+    ``inducing=train_X[idx]`` would, but kept as indices (so the set follows
+    the data through transforms, devices and dtypes). Rows whose input repeats
+    an earlier given row's add nothing and are dropped. Used on its own,
+    :meth:`select` takes the indices as row numbers of the ``X`` it is given.
+    """
 
     depends_on_hyperparameters = False
 
-    def __init__(self, indices: Tensor) -> None:
+    def __init__(self, indices: Tensor | list[int]) -> None:
         r"""Store the indices.
 
         Args:
-            indices: A 1-d long tensor of indices into the distinct inputs.
+            indices: A non-empty 1-d integer tensor (or list) of distinct,
+                non-negative training-row numbers.
+
+        Raises:
+            InputDataError: for an empty, non-integer, negative or repeated index.
         """
         super().__init__(generator=None)
-        self.indices = torch.as_tensor(indices, dtype=torch.long).reshape(-1)
+        indices = torch.as_tensor(indices)
+        if indices.numel() == 0:
+            raise InputDataError(
+                "FixedSelector needs at least one index: an empty inducing set "
+                "has no posterior beyond the prior."
+            )
+        # Floats were truncated and booleans read as 0 and 1: neither is a row
+        # number, so refuse them rather than guess.
+        if indices.dtype == torch.bool or indices.is_floating_point():
+            raise InputDataError(
+                "FixedSelector indices must be an integer tensor of row numbers, "
+                f"got dtype {indices.dtype}."
+            )
+        if indices.dim() > 1:
+            raise InputDataError(
+                "FixedSelector indices must be a 1-d tensor, got shape "
+                f"{tuple(indices.shape)}."
+            )
+        indices = indices.reshape(-1).long()
+        if bool((indices < 0).any()):
+            raise InputDataError(
+                "FixedSelector indices must be non-negative row numbers, got "
+                f"{indices[indices < 0].tolist()}."
+            )
+        if indices.unique().numel() != indices.numel():
+            values, counts = indices.unique(return_counts=True)
+            raise InputDataError(
+                "FixedSelector indices must be distinct; repeated: "
+                f"{values[counts > 1].tolist()}."
+            )
+        self.indices = indices
+
+    def _check_range(self, n: int) -> None:
+        if int(self.indices.max()) >= n:
+            raise InputDataError(
+                f"FixedSelector indices must lie in [0, {n}) for {n} rows, got "
+                f"{self.indices[self.indices >= n].tolist()}."
+            )
 
     def select(
         self,
@@ -428,15 +484,25 @@ class FixedSelector(InducingSelector):
         counts: Tensor | None = None,
         current: Tensor | None = None,
     ) -> Tensor:
-        """The given indices (duplicates dropped), checked against ``X``."""
-        n = X.shape[0]
-        if self.indices.numel() and (
-            int(self.indices.max()) >= n or int(self.indices.min()) < -n
-        ):
-            raise InputDataError(
-                f"FixedSelector indices must lie in [0, {n}) for {n} distinct inputs."
-            )
-        return self.indices.to(X.device).remainder(n).unique()
+        """The given indices, in the given order, checked against ``X``."""
+        self._check_range(X.shape[0])
+        return self.indices.to(X.device)
+
+    def training_rows(self, train_X: Tensor) -> Tensor:
+        r"""The inducing set as row numbers of ``train_X``, for a model.
+
+        Args:
+            train_X: The ``n x d`` training inputs the indices number.
+
+        Returns:
+            The given rows in the given order, less those whose input repeats an
+            earlier given row's (one inducing point per distinct input).
+        """
+        self._check_range(train_X.shape[0])
+        rows = self.indices.to(train_X.device)
+        # The first given row of each distinct input, back in the given order.
+        first, _, _ = distinct_rows(train_X[rows])
+        return rows[first.sort().values]
 
 
 def distinct_rows(X: Tensor) -> tuple[Tensor, Tensor, Tensor]:

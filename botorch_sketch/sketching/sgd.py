@@ -12,7 +12,11 @@ update is ``(A_n + n lambda_n I)^{-1} b_n``. Each step costs ``O(d)``; the
 history is kept (``O(n d)`` memory) because samples are redrawn from it.
 
 Step sizes and ridge schedules are small callables of ``n``, so a policy can
-swap them; the random generator is explicit.
+swap them; the random generator is explicit. Schedules are written for
+features of norm at most 1, the setting of the paper's theorems; the solvers
+divide every step by the largest squared feature norm seen so far when it
+exceeds 1 (:attr:`SGDLeastSquares.step_scale`), so features on any scale give
+the same iterates as features rescaled to unit norm, instead of diverging.
 
 :class:`WidthTracker` is the second half of fLinUCB-GD: for a fixed set of
 vectors ``x_k`` it tracks ``phi_k ~ (A_n + n lambda_n I)^{-1} x_k`` by the same
@@ -51,7 +55,8 @@ class HarmonicStep(Schedule):
     The ``O(n^{-1/2})`` tracking rate needs ``mu c / 4`` in ``(2/3, 1)``, ``mu`` the
     smallest eigenvalue of the normalised design ``A_n / n`` (``1/d`` for inputs
     uniform on the unit sphere, so ``c = 3.5 d`` is a safe choice there). The step
-    never exceeds 1/4, so it is stable for ``||x|| <= 1``.
+    never exceeds 1/4, so it is stable for ``||x|| <= 1``; the solvers scale it
+    down for larger features.
     """
 
     def __init__(self, c: float) -> None:
@@ -149,6 +154,14 @@ class PowerRidge(Schedule):
 class SGDLeastSquares:
     r"""fOLS-GD / fRLS-GD: one SGD step per observation on a resampled past sample.
 
+    The step is ``gamma_n * step_scale`` with ``step_scale = 1 / max(1,
+    max_i ||x_i||^2)`` over the observations so far: the schedules assume
+    ``||x|| <= 1``, and a step ``gamma ||x||^2`` above 2 makes the iterates
+    diverge (features ten times too large gave weights near 1e32). With the
+    scale, SGD on ``x`` takes the same steps as SGD on ``x / R`` (``R`` the
+    largest norm), whose ridge is ``lambda_n / R^2``: the fixed point is
+    unchanged and the tracking rate is that of unit-norm features.
+
     Example:
         >>> solver = SGDLeastSquares(dim=10, step=HarmonicStep(35.0))
         >>> for x, y in stream:
@@ -187,6 +200,9 @@ class SGDLeastSquares:
         self.generator = generator
         self.theta = torch.zeros(dim, dtype=dtype, device=device)
         self.average = torch.zeros_like(self.theta)
+        #: ``1 / max(1, largest squared feature norm so far)``, multiplying every
+        #: step (a float: tensor arithmetic on the step doubled its cost).
+        self.step_scale = 1.0
         #: The number of SGD steps taken (the Polyak average is over these).
         self.num_steps = 0
         # The history is a read-only prefix (shared with the solver this one was
@@ -259,7 +275,8 @@ class SGDLeastSquares:
         r"""Append one observation and take one SGD step.
 
         Args:
-            x: A ``d`` tensor of features (``||x|| <= 1`` keeps the steps stable).
+            x: A ``d`` tensor of features (a norm above 1 scales the steps down,
+                see :attr:`step_scale`).
             y: The target.
             validate: Check shape and finiteness (callers that already checked
                 a whole batch pass False: the checks cost more than the step).
@@ -285,6 +302,8 @@ class SGDLeastSquares:
         self._X[own] = x
         self._y[own] = y.reshape(())
         self.n += 1
+        # Before the step: it may be taken on this very sample.
+        self.step_scale = min(self.step_scale, 1.0 / max(float(x @ x), 1.0))
         return self.sgd_step()
 
     def observe_batch(self, X: Tensor, Y: Tensor) -> None:
@@ -307,7 +326,7 @@ class SGDLeastSquares:
             return -1
         i = self.draw_index()
         x_i, y_i = self.sample(i)
-        gamma = self.step(self.n)
+        gamma = self.step(self.n) * self.step_scale
         residual = y_i - self.theta @ x_i
         # theta <- (1 - gamma lambda_n) theta + gamma (y_i - theta^T x_i) x_i
         shrunk = (
@@ -377,6 +396,12 @@ class WidthTracker:
     exploring. The ridge keeps the target finite when ``A_n`` is singular
     (fewer observations than dimensions, or sparse features).
 
+    As in :class:`SGDLeastSquares`, steps are divided by the largest squared
+    norm of the ``x_i`` when it exceeds 1 (the contraction ``1 - gamma
+    ||x_i||^2`` along ``x_i`` must stay above -1): the solver's
+    :attr:`~SGDLeastSquares.step_scale` if the caller passes it, else the
+    tracker's own over the samples it stepped on.
+
     The price of this form is that along the data ``phi``'s target shrinks like
     ``1 / n``, which a step ``gamma_n = c / (4 (c + n))`` follows only with a
     relative lag of about ``4 / (c mu)``: Theorem 1's ``c = 3.5 / mu`` leaves the
@@ -387,7 +412,7 @@ class WidthTracker:
     Example:
         >>> tracker = WidthTracker(arms, step=HarmonicStep(35.0), ridge=None)
         >>> i = solver.observe(x, y)
-        >>> tracker.step(solver.sample(i)[0], solver.n)
+        >>> tracker.step(solver.sample(i)[0], solver.n, solver.step_scale)
         >>> tracker.quadratic_forms()  # ~ x_k^T A_n^{-1} x_k
     """
 
@@ -417,6 +442,8 @@ class WidthTracker:
         self.ridge = ridge
         self.vectors = vectors
         self.phi = vectors / initial_scale
+        #: ``1 / max(1, largest squared norm of the x_i stepped on)``.
+        self.step_scale = 1.0
 
     def retarget(self, vectors: Tensor) -> None:
         r"""Track new vectors of the same ``K x d`` shape.
@@ -431,14 +458,19 @@ class WidthTracker:
             )
         self.vectors = vectors
 
-    def step(self, x_i: Tensor, n: int) -> None:
+    def step(self, x_i: Tensor, n: int, step_scale: float | None = None) -> None:
         r"""One step of every ``phi_k`` on the resampled history vector ``x_i``.
 
         Args:
             x_i: A ``d`` tensor, the sample ``x_{i_n}`` drawn from the history.
             n: The number of observations so far (``n >= 1``).
+            step_scale: The solver's :attr:`SGDLeastSquares.step_scale`, which
+                spares a norm per step; None to track the largest norm here.
         """
-        gamma = self.step_size(n)
+        if step_scale is None:
+            self.step_scale = min(self.step_scale, 1.0 / max(float(x_i @ x_i), 1.0))
+            step_scale = self.step_scale
+        gamma = self.step_size(n) * step_scale
         shrink = 1.0 - gamma * (self.ridge(n) if self.ridge is not None else 0.0)
         # phi <- shrink phi + (gamma / n) x - gamma (phi^T x_i) x_i^T: three kernels.
         projection = self.phi @ x_i

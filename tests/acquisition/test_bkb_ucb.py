@@ -3,7 +3,7 @@ import math
 import pytest
 import torch
 from botorch.acquisition.input_constructors import get_acqf_input_constructor
-from botorch.exceptions.errors import UnsupportedError
+from botorch.exceptions.errors import InputDataError, UnsupportedError
 from botorch.models import SingleTaskGP
 from botorch.models.transforms import Standardize
 from botorch.optim import optimize_acqf
@@ -88,6 +88,13 @@ def test_registered_with_botorch_input_constructors(model):
         )
         acqf = cls(**kwargs)
         assert acqf.beta == pytest.approx(bkb_beta(model, form="authors", delta=0.1))
+
+
+@pytest.mark.parametrize("cls", [BKBUpperConfidenceBound, qBKBUpperConfidenceBound])
+def test_negative_rkhs_norm_is_rejected(cls, model):
+    # It entered the width as sqrt(lambda) * F and silently narrowed it.
+    with pytest.raises(InputDataError, match="rkhs_norm.*-1.0"):
+        cls(model, rkhs_norm=-1.0)
 
 
 def test_other_models_get_a_clear_error():

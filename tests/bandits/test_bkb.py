@@ -195,6 +195,9 @@ def test_runs_are_reproducible_under_a_seed():
         ({"growth_factor": 1.0}, "growth_factor"),
         ({"beta": "large"}, "beta"),
         ({"noise_var": 0.0}, "noise_var"),
+        ({"noise_var": float("nan")}, "noise_var must be finite and positive"),
+        ({"qbar": float("nan")}, "qbar"),
+        ({"rkhs_norm": -1.0}, "rkhs_norm"),
     ],
 )
 def test_bad_configuration_is_named(kwargs, match):

@@ -7,6 +7,7 @@ from botorch_sketch.bandits.linear_environments import sphere_arms_environment
 from botorch_sketch.bandits.linucb import LinUCB, SGDLinUCB
 from botorch_sketch.bandits.loop import run_finite
 from botorch_sketch.bandits.random_policy import RandomPolicy
+from botorch_sketch.sketching.sgd import InverseRidge
 
 
 def test_linucb_sherman_morrison_matches_direct_solve(tkwargs):
@@ -35,6 +36,32 @@ def test_sgd_linucb_widths_track_linucb_on_fixed_arms(tkwargs):
     exact = (env.arms * torch.linalg.solve(V, env.arms.mT).mT).sum(-1)
     tracked = sgd.tracker.quadratic_forms()
     assert torch.allclose(tracked, exact, rtol=0.5), (tracked, exact)
+
+
+@pytest.mark.parametrize("scale", [10.0, 100.0])
+def test_sgd_linucb_features_beyond_unit_norm_scale_the_step(scale, tkwargs):
+    # The schedules assume ||x|| <= 1: features ten times longer gave theta near
+    # 2e31, a hundred times NaN scores. With the steps divided by scale^2, the
+    # policy on scale * x is the policy on x with the ridge over scale^2.
+    g = torch.Generator().manual_seed(3)
+    arms = torch.randn(10, 8, generator=g, dtype=tkwargs["dtype"]).to(**tkwargs)
+    arms = arms / arms.norm(dim=-1, keepdim=True)
+    pulls = torch.randint(10, (600,), generator=g).to(tkwargs["device"])
+    rewards = arms[pulls, 0] + 0.1 * torch.randn(600, generator=g, **tkwargs)
+    long = SGDLinUCB(8, generator=torch.Generator().manual_seed(0))
+    unit = SGDLinUCB(
+        8, ridge=InverseRidge(1 / scale**2), generator=torch.Generator().manual_seed(0)
+    )
+    # Scoring first starts the width trackers on the arms.
+    long.scores(scale * arms)
+    unit.scores(arms)
+    for i in range(0, 600, 50):
+        long.update(scale * arms[pulls[i : i + 50]], rewards[i : i + 50])
+        unit.update(arms[pulls[i : i + 50]], rewards[i : i + 50])
+    scores = long.scores(scale * arms)
+    assert bool(torch.isfinite(scores).all())
+    torch.testing.assert_close(scale * long.theta, unit.theta, rtol=1e-6, atol=1e-9)
+    torch.testing.assert_close(scores, unit.scores(arms), rtol=1e-6, atol=1e-9)
 
 
 @pytest.mark.parametrize("dim", [20, 100])
@@ -70,6 +97,13 @@ def test_contextual_candidates_change(tkwargs):
     assert policy.tracker.vectors.shape == (4, 6)
     policy.select(torch.randn(7, 6, generator=g, **tkwargs))  # new slot count
     assert policy.tracker.vectors.shape == (7, 6)
+
+
+@pytest.mark.parametrize("width", [float("nan"), -1.0, float("inf")])
+def test_bad_width_is_named(width):
+    for cls in (LinUCB, SGDLinUCB):
+        with pytest.raises(InputDataError, match="width must be finite"):
+            cls(dim=4, width=width)
 
 
 def test_bad_input(tkwargs):

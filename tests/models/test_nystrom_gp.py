@@ -395,6 +395,104 @@ def test_bad_test_inputs_get_a_clear_error(tkwargs):
         )
 
 
+def test_fixed_selector_indices_are_training_rows(tkwargs):
+    # The rows of _data are not in torch.unique's sorted order, so reading the
+    # indices as positions among the sorted distinct inputs picks other rows.
+    X, Y = _data(**tkwargs)
+    by_rows = NystromGP(X, Y, inducing=FixedSelector(torch.tensor([0, 1, 2])))
+    by_inputs = NystromGP(X, Y, inducing=X[:3].clone())
+    assert by_rows.inducing_index.tolist() == [0, 1, 2]
+    Xt = 2 + 3 * torch.rand(5, 3, **tkwargs)
+    p_rows, p_inputs = by_rows.posterior(Xt), by_inputs.posterior(Xt)
+    torch.testing.assert_close(p_rows.mean, p_inputs.mean)
+    torch.testing.assert_close(p_rows.variance, p_inputs.variance)
+    # A row repeating an earlier given row's input adds nothing.
+    X_rep = torch.cat([X, X[:1]])
+    Y_rep = torch.cat([Y, Y[:1]])
+    model = NystromGP(X_rep, Y_rep, inducing=FixedSelector([40, 5, 0]))
+    assert model.inducing_index.tolist() == [40, 5]
+
+
+def test_fixed_selector_rows_survive_fitting_on_a_subset(tkwargs):
+    X, Y = _data(n=60, **tkwargs)
+    model = NystromGP(X, Y, inducing=FixedSelector([50, 55, 3]), fit_subset_size=20)
+    fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))
+    assert model.inducing_index.tolist() == [50, 55, 3]
+
+
+@pytest.mark.parametrize("size", [-5, 0, 2.5, True, "10"])
+def test_fit_subset_size_must_be_a_positive_int(size, tkwargs):
+    X, Y = _data(**tkwargs)
+    with pytest.raises(InputDataError, match="fit_subset_size"):
+        NystromGP(X, Y, fit_subset_size=size)
+    model = NystromGP(X, Y)
+    model.fit_subset_size = size  # the attribute is documented as a setting too
+    with pytest.raises(InputDataError, match="fit_subset_size"):
+        model.select_inducing_points()
+
+
+def test_batched_covar_module_is_unsupported(tkwargs):
+    from gpytorch.kernels import RBFKernel, ScaleKernel
+
+    X, Y = _data(**tkwargs)
+    batch = torch.Size([2])
+    for kernel in (
+        ScaleKernel(RBFKernel(batch_shape=batch), batch_shape=batch),
+        ScaleKernel(RBFKernel(batch_shape=batch)),
+    ):
+        with pytest.raises(UnsupportedError, match="batch dimensions"):
+            NystromGP(X, Y, covar_module=kernel.to(**tkwargs))
+
+
+def test_empty_inducing_set_is_rejected(tkwargs):
+    X, Y = _data(**tkwargs)
+    with pytest.raises(InputDataError, match="at least one point"):
+        NystromGP(X, Y, inducing=torch.zeros(0, 3, **tkwargs))
+    with pytest.raises(InputDataError, match="at least one index"):
+        NystromGP(X, Y, inducing=FixedSelector([]))
+
+
+def test_zero_observed_noise_works_like_single_task_gp(tkwargs):
+    # gpytorch raises fixed noise to settings.min_fixed_noise; NystromGP lost
+    # that when it set the outcome-transformed noise, and factorised zeros.
+    Yvar = torch.zeros(40, 1, **tkwargs)
+    ref, model, _, _ = _pair(train_Yvar=Yvar, **tkwargs)
+    assert float(model.likelihood.noise.min()) > 0
+    Xt = 2 + 3 * torch.rand(6, 3, **tkwargs)
+    p_ref, p = ref.posterior(Xt), model.posterior(Xt)
+    torch.testing.assert_close(p.mean, p_ref.mean, rtol=1e-4, atol=1e-6)
+    torch.testing.assert_close(p.variance, p_ref.variance, rtol=1e-3, atol=1e-6)
+    # New observations with zero noise are floored the same way.
+    cond = model.condition_on_observations(
+        Xt[:2], p.mean[:2].detach(), noise=torch.zeros(2, 1, **tkwargs)
+    )
+    assert bool(torch.isfinite(cond.posterior(Xt).mean).all())
+
+
+def test_negative_observation_noise_is_rejected(tkwargs):
+    X, Y = _data(**tkwargs)
+    model = NystromGP(X, Y)
+    Xt = 2 + 3 * torch.rand(4, 3, **tkwargs)
+    for bad, match in ((-0.1, "negative"), (float("nan"), "NaN")):
+        with pytest.raises(InputDataError, match=match):
+            model.posterior(Xt, observation_noise=torch.full((4, 1), bad, **tkwargs))
+
+
+def test_condition_on_observations_rejects_bad_noise_and_counts(tkwargs):
+    X, Y = _data(**tkwargs)
+    model = NystromGP(X, Y)
+    with pytest.raises(InputDataError, match="noise contains NaN"):
+        model.condition_on_observations(
+            X[:2], Y[:2], noise=torch.full((2, 1), float("nan"), **tkwargs)
+        )
+    with pytest.raises(BotorchTensorDimensionError, match="2 points but Y has 3"):
+        model.condition_on_observations(X[:2], Y[:3])
+    with pytest.raises(BotorchTensorDimensionError, match="noise must be shaped"):
+        model.condition_on_observations(
+            X[:2], Y[:2], noise=torch.full((3, 1), 0.1, **tkwargs)
+        )
+
+
 def test_standardize_default_and_none(tkwargs):
     X, Y = _data(**tkwargs)
     assert isinstance(NystromGP(X, Y).outcome_transform, Standardize)

@@ -44,6 +44,21 @@ def test_exact_variance_is_the_bayesian_linear_posterior(tkwargs):
     )
 
 
+@pytest.mark.parametrize("scale", [10.0, 1e6])
+def test_features_beyond_unit_norm_scale_the_step(scale, tkwargs):
+    # The schedules assume ||phi|| <= 1: 10 X gave weights near 1e32 and 1e6 X a
+    # NaN mean. The mean must track the posterior mean on any scale.
+    X, Y, _ = _linear_data(200, 4, seed=0, **tkwargs)
+    X = scale * X
+    model = SGDLinearModel(
+        X, Y, noise_var=0.01, generator=torch.Generator().manual_seed(0)
+    )
+    V = X.mT @ X + 0.01 * torch.eye(4, **tkwargs)
+    exact_w = torch.linalg.solve(V, X.mT @ Y.squeeze(-1))
+    assert (model.weights - exact_w).norm() < 0.15 * exact_w.norm()
+    assert bool(torch.isfinite(model.posterior(X[:3]).mean).all())
+
+
 def test_tracked_variance_matches_exact_on_the_arms(tkwargs):
     X, Y, _ = _linear_data(2000, 3, seed=1, **tkwargs)
     arms = X[:6]
@@ -109,6 +124,8 @@ def test_bad_input(tkwargs):
         SGDLinearModel(X, Y.clone().fill_(float("nan")))
     with pytest.raises(InputDataError):
         SGDLinearModel(X, Y, noise_var=0.0)
+    with pytest.raises(InputDataError, match="noise_var must be finite"):
+        SGDLinearModel(X, Y, noise_var=float("nan"))
     with pytest.raises(InputDataError, match="arm set"):
         SGDLinearModel(X, Y, variance="tracked")
     model = SGDLinearModel(X, Y)

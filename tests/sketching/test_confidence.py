@@ -1,6 +1,7 @@
 import math
 
 import pytest
+from botorch.exceptions.errors import InputDataError
 
 from botorch_sketch.sketching.confidence import bkb_width
 
@@ -35,8 +36,14 @@ def test_width_grows_with_the_variance_sum_and_exact_is_narrower():
 
 @pytest.mark.parametrize(
     "kwargs, match",
-    [({"epsilon": 1.0}, "epsilon"), ({"delta": 0.0}, "delta"), ({"form": "x"}, "form")],
+    [
+        ({"epsilon": 1.0}, "epsilon"),
+        ({"delta": 0.0}, "delta"),
+        ({"form": "x"}, "form"),
+        ({"rkhs_norm": -1.0}, "rkhs_norm must be finite and non-negative"),
+        ({"rkhs_norm": float("nan")}, "rkhs_norm must be finite and non-negative"),
+    ],
 )
 def test_bad_arguments(kwargs, match):
-    with pytest.raises(ValueError, match=match):
+    with pytest.raises(InputDataError, match=match):
         bkb_width(1.0, 10, 0.1, 0.01, **kwargs)

@@ -1,4 +1,6 @@
+import pytest
 import torch
+from botorch.exceptions.errors import UnsupportedError
 from gpytorch.kernels import RBFKernel, ScaleKernel
 
 from botorch_sketch.sketching import NystromEmbedding
@@ -69,6 +71,12 @@ def test_extended_refuses_a_point_in_the_span(tkwargs):
         emb = NystromEmbedding(k, S)
         assert emb.extended(S[2]) is None
         assert emb.extended(S[2] + 0.5) is not None
+
+
+def test_new_coordinate_needs_an_extended_embedding(tkwargs):
+    emb = NystromEmbedding(_kernel(), torch.rand(5, 2, **tkwargs))
+    with pytest.raises(UnsupportedError, match="extended"):
+        emb.new_coordinate(torch.rand(3, 2, **tkwargs), torch.rand(3, 5, **tkwargs))
 
 
 def test_empty_inducing_set_embeds_into_zero_dimensions(tkwargs):

@@ -153,10 +153,34 @@ def test_uniform_and_fixed_rules(tkwargs):
     b = UniformSelector(8, generator=_gen(3)).select(X, k, noise)
     assert torch.equal(a, b) and a.unique().numel() == 8
     assert UniformSelector(100).select(X, k, noise).numel() == 30
-    fixed = FixedSelector(torch.tensor([3, 1, 3])).select(X, k, noise)
-    assert fixed.tolist() == [1, 3]
-    with pytest.raises(InputDataError, match="FixedSelector"):
+    # The given order is kept: rules list their picks most important first.
+    fixed = FixedSelector(torch.tensor([3, 1])).select(X, k, noise)
+    assert fixed.tolist() == [3, 1]
+    with pytest.raises(InputDataError, match=r"\[0, 30\).*\[30\]"):
         FixedSelector(torch.tensor([30])).select(X, k, noise)
+
+
+@pytest.mark.parametrize(
+    "indices, match",
+    [
+        (torch.tensor([0.5, 1.7]), "integer tensor"),
+        (torch.tensor([True, False]), "integer tensor"),
+        (torch.tensor([[0, 1]]), "1-d"),
+        ([], "at least one index"),
+        (torch.tensor([2, -1]), r"non-negative.*\[-1\]"),
+        (torch.tensor([3, 1, 3]), r"distinct.*\[3\]"),
+    ],
+)
+def test_fixed_selector_rejects_bad_indices(indices, match):
+    with pytest.raises(InputDataError, match=match):
+        FixedSelector(indices)
+
+
+def test_fixed_selector_training_rows_keep_one_row_per_input(tkwargs):
+    X = torch.tensor([[0.0], [1.0], [0.0], [2.0]], **tkwargs)
+    assert FixedSelector([3, 2, 0, 1]).training_rows(X).tolist() == [3, 2, 1]
+    with pytest.raises(InputDataError, match="FixedSelector"):
+        FixedSelector([4]).training_rows(X)
 
 
 def test_leverage_scores_are_bounded_by_prior_over_noise(tkwargs):
@@ -175,10 +199,17 @@ def test_distinct_rows(tkwargs):
     assert counts.sum() == 4 and counts.max() == 2
 
 
+@pytest.mark.parametrize("qbar", [0.0, -1.0, float("nan"), float("inf")])
+def test_ridge_leverage_sampler_rejects_a_bad_qbar(qbar):
+    # NaN fails every comparison, so a ``qbar <= 0`` check let it through.
+    with pytest.raises(InputDataError, match="qbar must be finite and positive"):
+        RidgeLeverageSampler(qbar=qbar)
+
+
 def test_rules_reject_bad_configuration():
-    with pytest.raises(ValueError):
-        RidgeLeverageSampler(qbar=0)
-    with pytest.raises(ValueError):
+    with pytest.raises(InputDataError, match="max_size"):
+        RidgeLeverageSampler(max_size=0)
+    with pytest.raises(InputDataError, match="num_inducing"):
         GreedyVarianceSelector(num_inducing=0)
-    with pytest.raises(ValueError):
+    with pytest.raises(InputDataError, match="num_inducing"):
         UniformSelector(num_inducing=0)

@@ -11,6 +11,8 @@ from botorch_sketch.sketching.sgd import (
     OffsetHarmonicStep,
     PowerRidge,
     SGDLeastSquares,
+    WidthTracker,
+    width_step,
 )
 
 
@@ -69,6 +71,44 @@ def test_ridge_fixed_point_is_the_regularised_solution():
     assert (solver.estimate - target).norm() < 0.05 * target.norm()
     # averaging removes most of the constant-step noise
     assert (solver.estimate - target).norm() < (solver.theta - target).norm()
+
+
+@pytest.mark.parametrize("ridge", [None, InverseRidge(2.0)])
+def test_long_features_take_the_steps_of_unit_features(ridge):
+    # SGD on s x with the step over s^2 is SGD on x with the ridge over s^2,
+    # theta scaled by 1 / s; without the scaling the iterates diverged.
+    s, d = 10.0, 5
+    X, y = _sphere(300, d, seed=3)
+
+    def run(features, ridge):
+        solver = SGDLeastSquares(
+            d,
+            HarmonicStep(3.5 * d),
+            ridge=ridge,
+            generator=torch.Generator().manual_seed(0),
+        )
+        solver.observe_batch(features, y)
+        return solver
+
+    long = run(s * X, ridge)
+    unit = run(X, None if ridge is None else InverseRidge(ridge.ridge / s**2))
+    assert float(long.step_scale) == pytest.approx(1 / s**2)
+    torch.testing.assert_close(s * long.theta, unit.theta, rtol=1e-8, atol=1e-10)
+
+
+def test_width_tracker_on_long_samples_tracks_its_own_step_scale():
+    # Without a solver's scale the tracker divides its steps by the largest
+    # squared norm it stepped on: phi on s x is phi on x, ridge over s^2, / s.
+    s, d = 10.0, 4
+    X, _ = _sphere(400, d, seed=4)
+    arms = X[:6]
+    long = WidthTracker(s * arms, width_step(d), InverseRidge(1.0), initial_scale=s**2)
+    unit = WidthTracker(arms, width_step(d), InverseRidge(1 / s**2))
+    for n, x in enumerate(X, start=1):
+        long.step(s * x, n)
+        unit.step(x, n)
+    assert long.step_scale == pytest.approx(1 / s**2)
+    torch.testing.assert_close(s * long.phi, unit.phi, rtol=1e-8, atol=1e-10)
 
 
 def test_deterministic_under_a_seed():
