@@ -3,7 +3,9 @@ r"""``botorch-sketch tune`` (also ``python -m botorch_sketch.tune``).
 
 Tune a scikit-learn estimator's hyperparameters on a data set that ships with
 scikit-learn, through Ax with :class:`~botorch_sketch.models.NystromGP` or Ax's
-default model::
+default model.
+
+Examples::
 
     botorch-sketch tune --dataset digits --estimator svm --trials 500 --workers 4
     botorch-sketch tune --checkpoint tune-svm-digits-nystrom.json --resume
@@ -18,7 +20,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import re
 import sys
+import textwrap
 
 from botorch_sketch.tune.problems import DATASETS, ESTIMATORS
 from botorch_sketch.tune.run import (
@@ -30,6 +34,38 @@ from botorch_sketch.tune.run import (
 )
 
 PROG = "botorch-sketch tune"
+
+
+def _plain(text: str) -> str:
+    # Sphinx markup reads as noise in a terminal: a role becomes its target (the
+    # last name for ``~``), a literal becomes its text, ``::`` a colon.
+    def role(match: re.Match) -> str:
+        target = match.group(2)
+        return target.rsplit(".", 1)[-1] if match.group(1) else target
+
+    text = re.sub(r":[\w:]+:`(~?)([^`]+)`", role, text)
+    text = re.sub(r"``([^`]+)``", r"\1", text)
+    return re.sub(r"::$", ":", text, flags=re.MULTILINE)
+
+
+def help_texts(width: int = 79) -> tuple[str, str]:
+    r"""The ``--help`` description and epilog, plain text from this module's doc.
+
+    Args:
+        width: The column to wrap prose at.
+
+    Returns:
+        The description (the command in a sentence) and the epilog (examples
+        and exit status), for ``argparse.RawDescriptionHelpFormatter``.
+    """
+    paragraphs = [_plain(p) for p in __doc__.strip().split("\n\n")[1:]]
+
+    def fill(paragraph: str) -> str:
+        if paragraph.startswith(" "):  # a literal block: keep its lines
+            return textwrap.indent(textwrap.dedent(paragraph), "  ")
+        return textwrap.fill(" ".join(paragraph.split()), width)
+
+    return fill(paragraphs[0]), "\n\n".join(fill(p) for p in paragraphs[1:])
 
 
 def _bounds(text: str) -> tuple[str, tuple[float, float]]:
@@ -223,10 +259,13 @@ def _png(checkpoint: str) -> str:
 
 def main(argv: list[str] | None = None, prog: str = PROG) -> int:
     r"""The ``tune`` command; returns the exit status."""
+    description, epilog = help_texts()
     parser = add_arguments(
         argparse.ArgumentParser(
             prog=prog,
-            description=__doc__.split("\n\n")[1].replace("\n", " "),
+            description=description,
+            epilog=epilog,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
         )
     )
     return dispatch(parser, parser.parse_args(argv))

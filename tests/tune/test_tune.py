@@ -18,6 +18,7 @@ from ax.api.client import Client  # noqa: E402
 import botorch_sketch  # noqa: E402
 import botorch_sketch.integrations.ax  # noqa: E402, F401 (lets Ax decode NystromGP)
 from botorch_sketch import cli  # noqa: E402
+from botorch_sketch.tune import cli as tune_cli  # noqa: E402
 from botorch_sketch.tune import run as tune_run  # noqa: E402
 from botorch_sketch.tune.problems import Param, evaluate, search_space  # noqa: E402
 
@@ -275,3 +276,19 @@ def test_quiet_ax_restores_the_callers_filters_and_log_level():
         assert ROOT_STREAM_HANDLER.level >= 40 and warnings.filters[0][0] == "ignore"
     assert warnings.filters == before_filters
     assert ROOT_STREAM_HANDLER.level == before_level
+
+
+@pytest.mark.parametrize(
+    "main, argv",
+    [(cli.main, ["tune", "--help"]), (tune_cli.main, ["--help"])],
+)
+def test_help_is_plain_text(main, argv, capsys):
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    assert e.value.code == 0
+    text = capsys.readouterr().out
+    assert "through Ax with NystromGP or Ax's default model." in text
+    assert "botorch-sketch tune --checkpoint tune-svm-digits-nystrom.json" in text
+    assert "Exit status: 0 on success, 2 on bad input" in text
+    for markup in ("`", ":class:", "::", "~botorch_sketch"):
+        assert markup not in text
