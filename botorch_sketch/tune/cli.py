@@ -27,6 +27,7 @@ import textwrap
 from botorch_sketch.tune.problems import DATASETS, ESTIMATORS
 from botorch_sketch.tune.run import (
     ACQUISITIONS,
+    LIMITS,
     MODELS,
     TuneConfig,
     TuneError,
@@ -81,14 +82,16 @@ def _bounds(text: str) -> tuple[str, tuple[float, float]]:
         ) from None
 
 
-def _count(minimum: int):
+def _count(low: int, high: int):
     def parse(text: str) -> int:
         try:
             value = int(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"must be at least {minimum}")
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be at least {low}")
+        if value > high:
+            raise argparse.ArgumentTypeError(f"must be at most {high}")
         return value
 
     return parse
@@ -127,16 +130,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
         metavar="NAME=LOW:HIGH",
         help="replace a parameter's range (repeatable)",
     )
-    problem.add_argument("--folds", type=_count(2), help="cross-validation folds [3]")
-    problem.add_argument("--seed", type=int, help="seed of Sobol, Ax and folds [0]")
+    problem.add_argument(
+        "--folds", type=_count(*LIMITS["folds"]), help="cross-validation folds [3]"
+    )
+    problem.add_argument(
+        "--seed", type=_count(*LIMITS["seed"]), help="seed of Sobol, Ax and folds [0]"
+    )
     run = parser.add_argument_group("run")
-    run.add_argument("--trials", type=_count(1), help="completed trials to reach [100]")
     run.add_argument(
-        "--initial", type=_count(1), help="Sobol trials before the model [10]"
+        "--trials",
+        type=_count(*LIMITS["trials"]),
+        help="completed trials to reach [100]",
+    )
+    run.add_argument(
+        "--initial",
+        type=_count(*LIMITS["initial"]),
+        help="Sobol trials before the model [10]",
     )
     run.add_argument(
         "--workers",
-        type=_count(0),
+        type=_count(0, 1024),
         help="trials at once (0: in this process) [CPUs, or the Ray cluster's]",
     )
     run.add_argument(
@@ -159,12 +172,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--subset-size",
-        type=_count(2),
+        type=_count(*LIMITS["subset_size"]),
         help="observations GradientSubsetGP is fitted on (--model subset) [100]",
     )
-    run.add_argument("--num-restarts", type=_count(1), help="acquisition restarts")
-    run.add_argument("--raw-samples", type=_count(1), help="acquisition raw samples")
-    run.add_argument("--threads", type=_count(1), help="torch threads for the GP")
+    run.add_argument(
+        "--num-restarts",
+        type=_count(*LIMITS["num_restarts"]),
+        help="acquisition restarts",
+    )
+    run.add_argument(
+        "--raw-samples",
+        type=_count(*LIMITS["raw_samples"]),
+        help="acquisition raw samples",
+    )
+    run.add_argument("--threads", type=_count(1, 1024), help="torch threads for the GP")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
     run.add_argument(
         "--verbose", action="store_true", help="show Ax's log messages and warnings"

@@ -25,6 +25,8 @@ import logging
 import math
 import multiprocessing
 import os
+import re
+import stat
 import tempfile
 import time
 from collections.abc import Iterator, Mapping
@@ -49,10 +51,97 @@ MODELS = ("nystrom", "subset", "default")
 #: compares with the best observed mean and costs the same at any n; ``bkb``:
 #: qBKBUpperConfidenceBound (``nystrom`` only).
 ACQUISITIONS = ("auto", "qlogei", "bkb")
+#: The most trials a run may ask for. A GP-based search is of no use long before
+#: this (its model's cost grows with every trial); the bound keeps a damaged or
+#: hostile checkpoint from starting a run without end.
+MAX_TRIALS = 100_000
+#: The inclusive range of each integer setting. The seed's is numpy's, which
+#: scikit-learn's fold split passes it to; the others only keep absurd values
+#: (a checkpoint's 10**30, say) from reaching Ax, torch or scikit-learn.
+LIMITS: dict[str, tuple[int, int]] = {
+    "trials": (1, MAX_TRIALS),
+    "initial": (1, MAX_TRIALS),
+    "folds": (2, 1000),
+    "seed": (0, 2**32 - 1),
+    "subset_size": (2, MAX_TRIALS),
+    "num_restarts": (1, 10_000),
+    "raw_samples": (1, 1_000_000),
+}
+_CHOICES: dict[str, Any] = {
+    "dataset": DATASETS,
+    "estimator": ESTIMATORS,
+    "model": MODELS,
+    "acquisition": ACQUISITIONS,
+}
+_OPTIONAL = ("num_restarts", "raw_samples")
 
 
 class TuneError(Exception):
     r"""A problem with the user's input or checkpoint, reported without traceback."""
+
+
+def _describe(value: Any) -> str:
+    # A value for a message: a 4000-digit integer or a long nested list from a
+    # damaged file must neither flood the terminal nor fail to print.
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > 1e18:
+        return f"an integer of about {int(value.bit_length() * 0.30103)} digits"
+    try:
+        text = repr(value)
+    except (RecursionError, ValueError):
+        return f"a {type(value).__name__}"
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _is_int(value: Any) -> bool:
+    # JSON's true and false are Python ints; a count is never a boolean.
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_real(value: Any, finite: bool = True) -> bool:
+    if not (_is_int(value) or isinstance(value, float)):
+        return False
+    try:
+        return math.isfinite(value) or not finite
+    except OverflowError:  # an integer beyond any float
+        return False
+
+
+def _setting_problems(values: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
+    # (name, what is wrong) for each setting in ``values`` of the wrong type or
+    # outside its range; shared by TuneConfig.validate and the checkpoint check.
+    for name, choices in _CHOICES.items():
+        if name in values:
+            value = values[name]
+            if not isinstance(value, str) or value not in choices:
+                yield (
+                    name,
+                    (f"must be one of {sorted(choices)}, got {_describe(value)}"),
+                )
+    for name, (low, high) in LIMITS.items():
+        if name not in values or (name in _OPTIONAL and values[name] is None):
+            continue
+        value = values[name]
+        if not _is_int(value) or not low <= value <= high:
+            yield (
+                name,
+                (f"must be an integer from {low} to {high}, got {_describe(value)}"),
+            )
+    if "bounds" in values:
+        bounds = values["bounds"]
+        if not isinstance(bounds, Mapping) or not all(
+            isinstance(k, str)
+            and isinstance(v, (list, tuple))
+            and len(v) == 2
+            and all(_is_real(x) for x in v)
+            for k, v in bounds.items()
+        ):
+            yield (
+                "bounds",
+                (
+                    "must map parameter names to [low, high] pairs of finite "
+                    f"numbers, got {_describe(bounds)}"
+                ),
+            )
 
 
 @dataclass
@@ -89,22 +178,9 @@ class TuneConfig:
         return search_space(self.estimator, self.bounds)
 
     def validate(self) -> None:
-        r"""Raise ``TuneError`` naming the first bad setting."""
-        if self.dataset not in DATASETS:
-            raise TuneError(
-                f"unknown dataset {self.dataset!r}; choose from {sorted(DATASETS)}"
-            )
-        if self.estimator not in ESTIMATORS:
-            raise TuneError(
-                f"unknown estimator {self.estimator!r}; choose from "
-                f"{sorted(ESTIMATORS)}"
-            )
-        if self.model not in MODELS:
-            raise TuneError(f"unknown model {self.model!r}; choose from {MODELS}")
-        if self.acquisition not in ACQUISITIONS:
-            raise TuneError(
-                f"unknown acquisition {self.acquisition!r}; choose from {ACQUISITIONS}"
-            )
+        r"""Raise ``TuneError`` naming the first bad setting (type, range, choice)."""
+        for name, problem in _setting_problems(asdict(self)):
+            raise TuneError(f"--{name.replace('_', '-')} {problem}")
         if self.acquisition == "bkb" and self.model != "nystrom":
             raise TuneError("--acquisition bkb needs --model nystrom")
         if self.model == "subset" and self.subset_size <= self.initial + 1:
@@ -112,9 +188,6 @@ class TuneConfig:
                 f"--subset-size ({self.subset_size}) must exceed --initial + 1 "
                 f"({self.initial + 1}): the initial trials and the newest are kept"
             )
-        for name, low in (("trials", 1), ("initial", 1), ("folds", 2)):
-            if getattr(self, name) < low:
-                raise TuneError(f"--{name} must be at least {low}")
         try:
             self.params()
         except ValueError as e:
@@ -196,28 +269,119 @@ def save_checkpoint(path: str, client: Any, record: Mapping[str, Any]) -> None:
 def read_record(path: str) -> tuple[dict[str, Any], dict[str, Any]]:
     r"""The JSON snapshot in a checkpoint and this run's record in it.
 
+    Every field of the record is checked (types and ranges), so that a damaged
+    or hand-edited file gives a message rather than a traceback or a run
+    without end.
+
     Raises:
-        TuneError: If the file is missing, not JSON, or not a tune checkpoint.
+        TuneError: If the file is missing, not a regular file, unreadable, not
+            JSON, not a tune checkpoint, or holds a bad field.
     """
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            # A directory or a FIFO (whose open() would wait for a writer).
+            raise TuneError(f"checkpoint {path} is not a regular file")
         with open(path) as f:
             snapshot = json.load(f)
     except FileNotFoundError:
         raise TuneError(f"no checkpoint at {path}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+    except OSError as e:
+        raise TuneError(f"cannot read checkpoint {path}: {e.strerror or e}") from None
+    except (ValueError, UnicodeDecodeError, RecursionError) as e:
+        # ValueError: not JSON, or an integer of more than 4300 digits.
+        # RecursionError: arrays or objects nested too deeply.
         raise TuneError(
-            f"checkpoint {path} is corrupt or truncated (not valid JSON: {e})"
+            f"checkpoint {path} is corrupt or truncated (not valid JSON: "
+            f"{_describe(str(e))})"
         ) from None
     if not isinstance(snapshot, dict) or not isinstance(snapshot.get(KEY), dict):
         raise TuneError(f"{path} is not a botorch-sketch tune checkpoint")
     record = snapshot[KEY]
     if record.get("version") != FORMAT_VERSION or "config" not in record:
         raise TuneError(
-            f"{path} has checkpoint format {record.get('version')!r}; this version "
-            f"reads format {FORMAT_VERSION}"
+            f"{path} has checkpoint format {_describe(record.get('version'))}; "
+            f"this version reads format {FORMAT_VERSION}"
         )
     record.setdefault("trials", {})
+    problem = _record_problem(record)
+    if problem:
+        raise TuneError(
+            f"checkpoint {path} is damaged: {problem} (resume from a backup, or "
+            "start a new run with --overwrite or another --checkpoint)"
+        )
     return snapshot, record
+
+
+_PARAM_FIELDS = {"name": str, "low": float, "high": float, "kind": str, "log": bool}
+_TRIAL_INDEX = re.compile(r"0|[1-9][0-9]{0,8}")
+
+
+def _record_problem(record: Mapping[str, Any]) -> str | None:
+    # What is wrong with a checkpoint's record, or None. Fields a later format
+    # may add are ignored; those this version reads are checked.
+    config = record["config"]
+    if not isinstance(config, dict):
+        return f"config must be an object, got {_describe(config)}"
+    missing = [
+        k for k in (*TuneConfig.__dataclass_fields__, "params") if k not in config
+    ]
+    if missing:
+        return f"config lacks {missing[0]!r}"
+    for name, problem in _setting_problems(config):
+        return f"config field {name!r} {problem}"
+    params = config["params"]
+    if not isinstance(params, list) or not all(
+        isinstance(p, dict)
+        and all(
+            _is_real(p.get(k)) if kind is float else type(p.get(k)) is kind
+            for k, kind in _PARAM_FIELDS.items()
+        )
+        and p["kind"] in ("float", "int")
+        for p in params
+    ):
+        return (
+            "config field 'params' must be a list of {name, low, high, kind, log} "
+            f"objects, got {_describe(params)}"
+        )
+    trials = record["trials"]
+    if not isinstance(trials, dict):
+        return f"trials must be an object, got {_describe(trials)}"
+    for index, trial in trials.items():
+        where = f"trial {_describe(index)}"
+        if not _TRIAL_INDEX.fullmatch(index):
+            return f"{where}: a trial index must be a non-negative integer"
+        if not isinstance(trial, dict):
+            return f"{where} must be an object, got {_describe(trial)}"
+        problem = _trial_problem(trial)
+        if problem:
+            return f"{where}: {problem}"
+    return None
+
+
+def _trial_problem(trial: Mapping[str, Any]) -> str | None:
+    parameters = trial.get("parameters", {})
+    if not isinstance(parameters, dict) or not all(
+        _is_real(v) for v in parameters.values()
+    ):
+        return f"'parameters' must map names to numbers, got {_describe(parameters)}"
+    for name in ("suggest_seconds", "eval_seconds"):
+        value = trial.get(name, 0.0)
+        if not (_is_real(value) and value >= 0):
+            return f"{name!r} must be a non-negative number, got {_describe(value)}"
+    # A failed cross-validation fit may score NaN, so the score may be NaN.
+    if "score" in trial and not _is_real(trial["score"], finite=False):
+        return f"'score' must be a number, got {_describe(trial['score'])}"
+    if ("score" in trial) != ("completed" in trial):
+        return "'score' and 'completed' must be stored together"
+    completed = trial.get("completed", 1)
+    if not (_is_int(completed) and 1 <= completed <= MAX_TRIALS):
+        return (
+            f"'completed' must be an integer from 1 to {MAX_TRIALS}, got "
+            f"{_describe(completed)}"
+        )
+    if not isinstance(trial.get("failed", ""), str):
+        return f"'failed' must be a text, got {_describe(trial['failed'])}"
+    return None
 
 
 def load_checkpoint(path: str) -> tuple[Any, dict[str, Any]]:

@@ -1,6 +1,7 @@
 import json
 import os
 import random
+import re
 import signal
 import stat
 import subprocess
@@ -148,6 +149,9 @@ def test_killed_run_resumes_without_losing_or_repeating_trials(tmp_path):
         (["--bounds", "C=-1:10"], "log-scale range needs a positive lower bound"),
         (["--bounds", "gamma=1:2"], "has no parameter 'gamma'"),
         (["--trials", "0"], "must be at least 1"),
+        (["--trials", "100001"], "must be at most 100000"),
+        (["--seed", "-1"], "must be at least 0"),
+        (["--folds", "1001"], "must be at most 1000"),
         (["--resume", "--overwrite"], "not allowed with argument"),
         (["--resume"], "--resume needs --checkpoint"),
         (["--model", "default", "--acquisition", "bkb"], "bkb needs --model nystrom"),
@@ -292,3 +296,96 @@ def test_help_is_plain_text(main, argv, capsys):
     assert "Exit status: 0 on success, 2 on bad input" in text
     for markup in ("`", ":class:", "::", "~botorch_sketch"):
         assert markup not in text
+
+
+@pytest.fixture
+def no_evaluation(monkeypatch):
+    # With --workers 0 trials run in this process: a refused run evaluates none.
+    def evaluate(*args, **kwargs):
+        raise AssertionError("a trial was evaluated")
+
+    monkeypatch.setattr(tune_run, "evaluate", evaluate)
+
+
+def _edit_record(change):
+    # A checkpoint's text -> the text with ``change`` applied to its record.
+    def edit(text):
+        snapshot = json.loads(text)
+        change(snapshot["botorch_sketch_tune"])
+        return json.dumps(snapshot)
+
+    return edit
+
+
+def _edit_config(**fields):
+    return _edit_record(lambda record: record["config"].update(fields))
+
+
+def _edit_trial(**fields):
+    return _edit_record(lambda r: next(iter(r["trials"].values())).update(fields))
+
+
+def _edit_text(old, new):
+    return lambda text: text.replace(old, new, 1)
+
+
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (_edit_config(folds="abc"), "'folds' must be an integer from 2 to 1000"),
+        (_edit_config(bounds="C=1:2"), "'bounds' must map parameter names"),
+        (_edit_config(bounds={"C": [1, "x"]}), "'bounds' must map parameter names"),
+        (_edit_config(trials=10**30), "an integer of about 30 digits"),
+        (_edit_config(trials=12.0), "'trials' must be an integer"),
+        (_edit_config(seed=True), "'seed' must be an integer"),
+        (_edit_config(model=["nystrom"]), "'model' must be one of"),
+        (_edit_config(raw_samples=-5), "'raw_samples' must be an integer"),
+        (_edit_config(params="C"), "'params' must be a list"),
+        (_edit_config(params=[{"name": "C"}]), "'params' must be a list"),
+        (_edit_record(lambda r: r["config"].pop("folds")), "lacks 'folds'"),
+        (_edit_record(lambda r: r.update(trials=[])), "trials must be an object"),
+        (
+            _edit_record(lambda r: r["trials"].update(x={})),
+            "a trial index must be a non-negative integer",
+        ),
+        (_edit_trial(score="0.9"), "'score' must be a number"),
+        (_edit_trial(completed=0), "'completed' must be an integer from 1"),
+        (_edit_trial(suggest_seconds=-1), "'suggest_seconds' must be a non-negative"),
+        (_edit_trial(parameters="C=1"), "'parameters' must map names to numbers"),
+        (_edit_trial(failed=1), "'failed' must be a text"),
+        (
+            _edit_text('"folds": 3', '"folds": 1' + "0" * 4999),
+            "corrupt or truncated (not valid JSON: 'Exceeds the limit",
+        ),
+        (
+            _edit_text('"seed": 0', '"seed": ' + "[" * 100_000 + "]" * 100_000),
+            "corrupt or truncated (not valid JSON: 'maximum recursion depth",
+        ),
+    ],
+)
+def test_damaged_checkpoint_fields_exit_2_before_any_trial(
+    edit, message, short_run, tmp_path, capsys, no_evaluation
+):
+    _, good = short_run
+    path = tmp_path / "damaged.json"
+    path.write_text(edit(good.read_text()))
+    content = path.read_bytes()
+    # Without --trials the stored count is the goal (10**30 ran without end).
+    resume = ["--checkpoint", str(path), "--resume", "--workers", "0", *FAST]
+    for argv in (resume, ["--compare", str(path), "--plot", str(tmp_path / "c.png")]):
+        assert tune(*argv) == 2, argv
+        err = capsys.readouterr().err
+        assert message in err and str(path) in err, err
+        assert len(err) < 1000  # the message, no traceback, no 5000-digit echo
+    assert path.read_bytes() == content
+
+
+def test_settings_of_the_wrong_type_are_named():
+    for settings, message in [
+        ({"folds": "abc"}, "--folds must be an integer from 2 to 1000, got 'abc'"),
+        ({"trials": 10**30}, "--trials must be an integer from 1 to 100000"),
+        ({"dataset": None}, "--dataset must be one of"),
+        ({"bounds": {"C": (1, float("nan"))}}, "--bounds must map"),
+    ]:
+        with pytest.raises(tune_run.TuneError, match=re.escape(message)):
+            tune_run.TuneConfig(**settings).validate()
