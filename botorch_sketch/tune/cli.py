@@ -12,8 +12,10 @@ Examples::
     botorch-sketch tune --model default --checkpoint ax.json --trials 300
     botorch-sketch tune --compare tune-svm-digits-nystrom.json ax.json --plot c.png
 
-Exit status: 0 on success, 2 on bad input (with a message), 130 if interrupted
-(the checkpoint holds every completed trial: continue with ``--resume``).
+Exit status: 0 on success, 2 on bad input (with a message; also for a damaged,
+read-only or unwritable checkpoint, or one another run is using), 130 if
+interrupted (the checkpoint holds every completed trial: continue with
+``--resume``).
 """
 
 from __future__ import annotations

@@ -9,7 +9,10 @@ with Ax's JSON encoding, plus this run's settings and per-trial timings under
 the key ``"botorch_sketch_tune"`` (``Client.load_from_json_file`` reads the file
 and ignores that key), to a temporary file in the same directory that then
 replaces the checkpoint: a killed run leaves the previous checkpoint or the new
-one, never half of one.
+one, never half of one. A run holds an exclusive lock on its checkpoint
+(:func:`checkpoint_lock`), so a second run on the same file refuses at once
+instead of interleaving its saves with the first's; the next run on a checkpoint
+removes the temporary files a killed run left.
 
 Resuming marks the trials that were running when the run stopped as FAILED
 (reason ``"interrupted"``; Ax may suggest their points again), keeps every
@@ -251,10 +254,15 @@ def save_checkpoint(path: str, client: Any, record: Mapping[str, Any]) -> None:
         dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp"
     )
     try:
-        # mkstemp makes the file private; give it the mode a new file would get.
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
+        # mkstemp makes the file private: give it the mode of the file it
+        # replaces (a checkpoint kept private stays so), else a new file's.
+        try:
+            mode = stat.S_IMODE(os.stat(path).st_mode)
+        except FileNotFoundError:
+            umask = os.umask(0)
+            os.umask(umask)
+            mode = 0o666 & ~umask
+        os.chmod(tmp, mode)
         with os.fdopen(fd, "w") as f:
             json.dump(snapshot, f)
             f.flush()
@@ -410,6 +418,135 @@ def _check_same_problem(path: str, stored: Mapping[str, Any], config: TuneConfig
                 f"not {mine[name]!r}; resume it with the same settings or start a "
                 "new run with --overwrite or another --checkpoint"
             )
+
+
+def _lock_path(checkpoint: str) -> str:
+    directory, name = os.path.split(os.path.abspath(checkpoint))
+    return os.path.join(directory, f".{name}.lock")
+
+
+def _temporary_pattern(checkpoint: str) -> re.Pattern:
+    # The names save_checkpoint's mkstemp gives: ".NAME." + 8 characters of
+    # tempfile's alphabet + ".tmp". Exactly 8, so that the temporary files of
+    # a checkpoint whose name merely starts with this one's never match.
+    name = re.escape(os.path.basename(checkpoint))
+    return re.compile(rf"\.{name}\.[a-z0-9_]{{8}}\.tmp")
+
+
+@contextlib.contextmanager
+def checkpoint_lock(checkpoint: str) -> Iterator[None]:
+    r"""Hold a checkpoint's exclusive lock for the block, or refuse at once.
+
+    The lock is an ``fcntl.flock`` on ``.NAME.lock`` beside the checkpoint
+    ``NAME``: the kernel releases it when its holder exits, even by ``kill -9``,
+    so a killed run never leaves the checkpoint locked. The file holds the
+    holder's process id (for the message of a refused run) and is removed on
+    release. Locks on some network file systems are not reliable. Where
+    ``fcntl`` does not exist (Windows) the block runs unlocked.
+
+    Args:
+        checkpoint: The checkpoint file (it need not exist).
+
+    Raises:
+        TuneError: If another process holds the lock, or the lock file cannot
+            be created (a read-only directory, say).
+    """
+    try:
+        import fcntl
+    except ImportError:
+        yield
+        return
+    path = _lock_path(checkpoint)
+    while True:
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+        except OSError as e:
+            raise TuneError(
+                f"cannot create the lock file {path} of checkpoint {checkpoint} "
+                f"({e.strerror or e}); is its directory writable?"
+            ) from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as e:
+            holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+            os.close(fd)
+            if isinstance(e, BlockingIOError):
+                by = f" (process {holder})" if holder.isdigit() else ""
+                raise TuneError(
+                    f"checkpoint {checkpoint} is in use by another tune run{by}; "
+                    "wait for it to end, or give another --checkpoint"
+                ) from None
+            raise TuneError(
+                f"cannot lock checkpoint {checkpoint} ({e.strerror or e})"
+            ) from None
+        # The previous holder removes the file on release, and may have done so
+        # after this process opened it: a lock on a removed file locks nothing.
+        try:
+            current = os.stat(path)
+        except FileNotFoundError:
+            current = None
+        mine = os.fstat(fd)
+        if current and (current.st_dev, current.st_ino) == (mine.st_dev, mine.st_ino):
+            break
+        os.close(fd)
+    try:
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        yield
+    finally:
+        # Removed while still held, so no other process can lock it meanwhile.
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+        os.close(fd)
+
+
+def remove_stale_temporaries(checkpoint: str) -> list[str]:
+    r"""Remove the temporary files a killed run left beside a checkpoint.
+
+    Call it only while holding :func:`checkpoint_lock`: every run writes its
+    temporary files under the lock, so while it is held none is in use.
+
+    Args:
+        checkpoint: The checkpoint file.
+
+    Returns:
+        The paths removed.
+    """
+    directory = os.path.dirname(os.path.abspath(checkpoint))
+    pattern = _temporary_pattern(checkpoint)
+    removed = []
+    for name in os.listdir(directory):
+        if pattern.fullmatch(name):
+            path = os.path.join(directory, name)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
+                removed.append(path)
+    return removed
+
+
+def _read_only(path: str) -> bool:
+    # The mode as well as access(): root may write any file, but a file with no
+    # write bit was made read-only on purpose, and replacing it by rename would
+    # quietly undo that.
+    return not (os.stat(path).st_mode & 0o222) or not os.access(path, os.W_OK)
+
+
+def _check_writable(checkpoint: str) -> None:
+    # Saving creates a temporary file beside the checkpoint and renames it; try
+    # the first half now, before any trial is evaluated, rather than lose the
+    # first trial's work to a failed save.
+    directory = os.path.dirname(os.path.abspath(checkpoint))
+    try:
+        fd, tmp = tempfile.mkstemp(
+            dir=directory, prefix=f".{os.path.basename(checkpoint)}.", suffix=".tmp"
+        )
+    except OSError as e:
+        raise TuneError(
+            f"cannot write checkpoint {checkpoint}: its directory {directory} is "
+            f"not writable ({e.strerror or e})"
+        ) from None
+    os.close(fd)
+    os.unlink(tmp)
 
 
 # ---------------------------------------------------------------------- workers
@@ -611,28 +748,68 @@ def tune(
 
     Raises:
         TuneError: On bad settings, a missing, corrupt or mismatched checkpoint,
-            an existing checkpoint without ``resume`` or ``overwrite``, or too
-            many failed evaluations.
+            an existing checkpoint without ``resume`` or ``overwrite``, a
+            read-only checkpoint or directory, a checkpoint another run holds,
+            or too many failed evaluations. Every one but the last is raised
+            before any trial is evaluated.
     """
-    import torch
-    from tqdm.auto import tqdm
-
     config.validate()
     if resume and overwrite:
         raise TuneError("pass either --resume or --overwrite, not both")
-    exists = os.path.exists(checkpoint)
-    if resume and not exists:
-        raise TuneError(f"--resume: no checkpoint at {checkpoint}")
-    if exists and not (resume or overwrite):
-        raise TuneError(
-            f"checkpoint {checkpoint} exists; pass --resume to continue it or "
-            "--overwrite to start a new run in its place"
-        )
+    if workers is not None and workers < 0:
+        raise TuneError("--workers must be 0 or more")
     directory = os.path.dirname(os.path.abspath(checkpoint))
     if not os.path.isdir(directory):
         raise TuneError(f"the directory of {checkpoint} does not exist")
-    if workers is not None and workers < 0:
-        raise TuneError("--workers must be 0 or more")
+    if os.path.lexists(checkpoint) and not os.path.isfile(checkpoint):
+        raise TuneError(
+            f"checkpoint {checkpoint} is not a regular file (a directory?); "
+            "give the path of a file with --checkpoint"
+        )
+    # Every check of the file is made under the lock: checked before it, two
+    # runs could both find no checkpoint and both start one.
+    with checkpoint_lock(checkpoint):
+        exists = os.path.exists(checkpoint)
+        if resume and not exists:
+            raise TuneError(f"--resume: no checkpoint at {checkpoint}")
+        if exists and not (resume or overwrite):
+            raise TuneError(
+                f"checkpoint {checkpoint} exists; pass --resume to continue it or "
+                "--overwrite to start a new run in its place"
+            )
+        if exists and _read_only(checkpoint):
+            raise TuneError(
+                f"checkpoint {checkpoint} is read-only and this run would replace "
+                f"it; make it writable (chmod u+w {checkpoint}) or give another "
+                "--checkpoint"
+            )
+        _check_writable(checkpoint)
+        remove_stale_temporaries(checkpoint)
+        return _run_locked(
+            config,
+            checkpoint,
+            resume,
+            workers,
+            ray_address,
+            threads,
+            max_failures,
+            progress,
+        )
+
+
+def _run_locked(
+    config: TuneConfig,
+    checkpoint: str,
+    resume: bool,
+    workers: int | None,
+    ray_address: str | None,
+    threads: int | None,
+    max_failures: int,
+    progress: bool,
+) -> dict[str, Any]:
+    # The run itself, under the checkpoint's lock; arguments as in ``tune``.
+    import torch
+    from tqdm.auto import tqdm
 
     if resume:
         client, record = load_checkpoint(checkpoint)

@@ -389,3 +389,113 @@ def test_settings_of_the_wrong_type_are_named():
     ]:
         with pytest.raises(tune_run.TuneError, match=re.escape(message)):
             tune_run.TuneConfig(**settings).validate()
+
+
+def _copy(source, path, mode=None):
+    path.write_bytes(source.read_bytes())
+    if mode is not None:
+        path.chmod(mode)
+    return path
+
+
+def test_read_only_checkpoint_is_refused_before_any_trial(
+    short_run, tmp_path, capsys, no_evaluation
+):
+    # Replacing it by rename would quietly leave it writable (and changed).
+    path = _copy(short_run[1], tmp_path / "ro.json", mode=0o444)
+    content = path.read_bytes()
+    for flag in (["--resume", "--trials", "14"], ["--overwrite", *PROBLEM]):
+        argv = ["--checkpoint", str(path), *flag, "--workers", "0", *FAST]
+        assert tune(*argv) == 2, flag
+        assert f"checkpoint {path} is read-only" in capsys.readouterr().err, flag
+    assert path.read_bytes() == content
+    assert stat.S_IMODE(path.stat().st_mode) == 0o444
+
+
+def test_directory_in_place_of_checkpoint_exits_2(tmp_path, capsys, no_evaluation):
+    path = tmp_path / "dir.json"
+    path.mkdir()
+    for flag in (["--resume"], ["--overwrite", *PROBLEM], PROBLEM):
+        assert tune("--checkpoint", str(path), *flag, "--workers", "0", *FAST) == 2
+        assert "is not a regular file" in capsys.readouterr().err, flag
+    assert path.is_dir() and not any(path.iterdir())
+
+
+@pytest.mark.parametrize("how", ["chmod", "mkstemp"])
+def test_unwritable_directory_is_refused_before_any_trial(
+    how, short_run, tmp_path, capsys, monkeypatch, no_evaluation
+):
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    path = _copy(short_run[1], folder / "ck.json")
+    if how == "chmod":
+        if os.geteuid() == 0:
+            pytest.skip("root may write in a read-only directory")
+        folder.chmod(0o555)
+    else:  # what a read-only directory does to save_checkpoint, even for root
+
+        def refuse(*args, **kwargs):
+            raise PermissionError(13, "Permission denied")
+
+        monkeypatch.setattr(tune_run.tempfile, "mkstemp", refuse)
+    try:
+        argv = ["--checkpoint", str(path), "--resume", "--trials", "13"]
+        assert tune(*argv, "--workers", "0", *FAST) == 2
+    finally:
+        folder.chmod(0o755)
+    err = capsys.readouterr().err
+    assert f"cannot write checkpoint {path}" in err or "cannot create the lock" in err
+    assert sorted(os.listdir(folder)) == ["ck.json"]
+
+
+def test_second_run_on_a_locked_checkpoint_refuses_at_once(
+    short_run, tmp_path, capsys, no_evaluation
+):
+    path = _copy(short_run[1], tmp_path / "ck.json")
+    content = path.read_bytes()
+    fresh = tmp_path / "fresh.json"
+    with tune_run.checkpoint_lock(str(path)), tune_run.checkpoint_lock(str(fresh)):
+        for argv in (
+            ["--checkpoint", str(path), "--resume", "--trials", "13"],
+            ["--checkpoint", str(path), "--overwrite", *PROBLEM],
+            ["--checkpoint", str(fresh), *PROBLEM],
+        ):
+            start = time.monotonic()
+            assert tune(*argv, "--workers", "0", *FAST) == 2
+            assert time.monotonic() - start < 5
+            err = capsys.readouterr().err
+            assert f"is in use by another tune run (process {os.getpid()})" in err
+            assert argv[1] in err
+    assert path.read_bytes() == content and not fresh.exists()
+    # Released: no lock file is left, and the next run may take the lock.
+    assert sorted(os.listdir(tmp_path)) == ["ck.json"]
+    with tune_run.checkpoint_lock(str(path)):
+        pass
+
+
+def test_stale_temporary_files_are_removed_under_the_lock(short_run, tmp_path):
+    path = _copy(short_run[1], tmp_path / "ck.json")
+    stale = [tmp_path / ".ck.json.ab_12xyz.tmp", tmp_path / ".ck.json.00000000.tmp"]
+    others = [
+        tmp_path / ".ck.json.x.abcdefgh.tmp",  # checkpoint ck.json.x's
+        tmp_path / ".other.json.abcdefgh.tmp",
+        tmp_path / ".ck.json.abc.tmp",  # not a name mkstemp gives
+    ]
+    for p in stale + others:
+        p.write_text("{")
+    with tune_run.checkpoint_lock(str(path)):
+        removed = tune_run.remove_stale_temporaries(str(path))
+    assert sorted(removed) == sorted(map(str, stale))
+    for p in stale:
+        p.write_text("{")
+    assert tune("--checkpoint", str(path), "--resume", "--workers", "0", *FAST) == 0
+    assert sorted(os.listdir(tmp_path)) == sorted(
+        ["ck.json", "ck.png", *(p.name for p in others)]
+    )
+
+
+def test_replaced_checkpoint_keeps_its_mode(short_run, tmp_path):
+    client, record = tune_run.load_checkpoint(str(short_run[1]))
+    path = _copy(short_run[1], tmp_path / "private.json", mode=0o600)
+    tune_run.save_checkpoint(str(path), client, record)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
