@@ -23,14 +23,18 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import ctypes
 import json
 import logging
 import math
 import multiprocessing
 import os
 import re
+import signal
 import stat
+import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, field
@@ -575,13 +579,55 @@ class _InProcess:
         pass
 
 
+#: Seconds between a worker's checks that the tune process still lives.
+PARENT_POLL_SECONDS = 0.25
+_PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
+
+
+def exit_with_parent(parent: int) -> None:
+    r"""Make this process exit as soon as process ``parent`` dies.
+
+    The initializer of the local workers. A run killed with ``kill -9`` (or any
+    signal Python does not handle) runs no cleanup, so without this its
+    workers would outlive it under PID 1, evaluating trials nobody will record
+    and keeping ``multiprocessing``'s resource tracker alive with them.
+
+    On Linux the kernel sends the worker SIGKILL when its parent dies
+    (``prctl(PR_SET_PDEATHSIG)``; strictly, when the parent's thread that
+    started the worker ends, which in ``tune`` outlives the pool). Everywhere,
+    a daemon thread also polls the parent's process id every
+    :data:`PARENT_POLL_SECONDS`: the portable fallback, and the cover for a
+    parent that died before ``prctl`` was called.
+
+    Args:
+        parent: The process id of the process that started this one.
+    """
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    threading.Thread(
+        target=_watch_parent, args=(parent,), name="exit-with-parent", daemon=True
+    ).start()
+
+
+def _watch_parent(parent: int) -> None:
+    # An orphan is re-parented (to PID 1 or a subreaper), so its parent's id
+    # changes the moment the parent dies.
+    while os.getppid() == parent:
+        time.sleep(PARENT_POLL_SECONDS)
+    os._exit(1)
+
+
 class _LocalPool(_InProcess):
     # Spawned processes: forking a process that holds OpenMP and torch thread
     # pools can deadlock the children.
     def __init__(self, workers: int) -> None:
         self.capacity = workers
         self.pool = concurrent.futures.ProcessPoolExecutor(
-            max_workers=workers, mp_context=multiprocessing.get_context("spawn")
+            max_workers=workers,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=exit_with_parent,
+            initargs=(os.getpid(),),
         )
 
     def submit(self, *args: Any) -> concurrent.futures.Future:

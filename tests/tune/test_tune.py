@@ -1,3 +1,4 @@
+import contextlib
 import json
 import os
 import random
@@ -93,29 +94,78 @@ def test_compare_plots_two_runs(short_run, tmp_path, capsys):
     assert out.stat().st_size > 10_000
 
 
+def _group_alive(group):
+    # Whether any process of the process group lives (POSIX: signal 0 checks).
+    try:
+        os.killpg(group, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _group_members(group):
+    # The command lines of the group's processes, where /proc says (Linux).
+    members = []
+    for pid in filter(
+        str.isdigit, os.listdir("/proc") if os.path.isdir("/proc") else []
+    ):
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            if int(fields[2]) == group:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    members.append(f.read().replace(b"\0", b" ").decode()[:120])
+        except (OSError, IndexError, ValueError):
+            continue
+    return members
+
+
 @pytest.mark.slow
-def test_killed_run_resumes_without_losing_or_repeating_trials(tmp_path):
+def test_killed_run_resumes_without_losing_or_repeating_trials(tmp_path, capsys):
     path = tmp_path / "killed.json"
     total, kill_at = 16, random.randint(3, 9)
     argv = [*PROBLEM, "--trials", str(total), "--workers", "2", *FAST]
     env = {**os.environ, "PYTHONPATH": ROOT}
+    # A session of its own: the run, its workers and multiprocessing's resource
+    # tracker form one process group, which the test can watch and clean up.
     proc = subprocess.Popen(
         [sys.executable, "-m", "botorch_sketch.tune", *argv, "--checkpoint", str(path)],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
+        start_new_session=True,
     )
-    deadline = time.monotonic() + 120
-    done = 0
-    while done < kill_at:
-        assert proc.poll() is None, proc.stderr.read().decode()
-        assert time.monotonic() < deadline, "the run made no progress"
-        time.sleep(0.05)
-        if path.exists():
-            record = json.loads(path.read_text())["botorch_sketch_tune"]
-            done = sum("score" in t for t in record["trials"].values())
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
+    try:
+        deadline = time.monotonic() + 120
+        done = 0
+        while done < kill_at:
+            assert proc.poll() is None, proc.stderr.read().decode()
+            assert time.monotonic() < deadline, "the run made no progress"
+            time.sleep(0.05)
+            if path.exists():
+                record = json.loads(path.read_text())["botorch_sketch_tune"]
+                done = sum("score" in t for t in record["trials"].values())
+        # A second run on the same checkpoint refuses while the first holds it.
+        for flag in ("--resume", "--overwrite"):
+            assert tune(*argv, "--checkpoint", str(path), flag) == 2
+            err = capsys.readouterr().err
+            assert f"{path} is in use by another tune run (process {proc.pid})" in err
+        if os.path.isdir("/proc"):  # the run's workers are there to be orphaned
+            assert len(_group_members(proc.pid)) >= 3, _group_members(proc.pid)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        # Its workers and the resource tracker see their parent die and exit.
+        orphans_deadline = time.monotonic() + 10
+        while _group_alive(proc.pid) and time.monotonic() < orphans_deadline:
+            time.sleep(0.1)
+        assert not _group_alive(proc.pid), _group_members(proc.pid)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        proc.stderr.close()
     before, client = completed_trials(path)
     assert len(before) >= kill_at, f"killed at {kill_at}"
     running = [
