@@ -120,19 +120,15 @@ def _setting_problems(values: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
         if name in values:
             value = values[name]
             if not isinstance(value, str) or value not in choices:
-                yield (
-                    name,
-                    (f"must be one of {sorted(choices)}, got {_describe(value)}"),
-                )
+                problem = f"must be one of {sorted(choices)}, got {_describe(value)}"
+                yield name, problem
     for name, (low, high) in LIMITS.items():
         if name not in values or (name in _OPTIONAL and values[name] is None):
             continue
         value = values[name]
         if not _is_int(value) or not low <= value <= high:
-            yield (
-                name,
-                (f"must be an integer from {low} to {high}, got {_describe(value)}"),
-            )
+            problem = f"must be an integer from {low} to {high}, got {_describe(value)}"
+            yield name, problem
     if "bounds" in values:
         bounds = values["bounds"]
         if not isinstance(bounds, Mapping) or not all(
@@ -142,13 +138,11 @@ def _setting_problems(values: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
             and all(_is_real(x) for x in v)
             for k, v in bounds.items()
         ):
-            yield (
-                "bounds",
-                (
-                    "must map parameter names to [low, high] pairs of finite "
-                    f"numbers, got {_describe(bounds)}"
-                ),
+            problem = (
+                "must map parameter names to [low, high] pairs of finite "
+                f"numbers, got {_describe(bounds)}"
             )
+            yield "bounds", problem
 
 
 @dataclass
@@ -302,9 +296,9 @@ def read_record(path: str) -> tuple[dict[str, Any], dict[str, Any]]:
     except (ValueError, UnicodeDecodeError, RecursionError) as e:
         # ValueError: not JSON, or an integer of more than 4300 digits.
         # RecursionError: arrays or objects nested too deeply.
+        reason = str(e) if len(str(e)) <= 200 else str(e)[:197] + "..."
         raise TuneError(
-            f"checkpoint {path} is corrupt or truncated (not valid JSON: "
-            f"{_describe(str(e))})"
+            f"checkpoint {path} is corrupt or truncated (not valid JSON: {reason})"
         ) from None
     if not isinstance(snapshot, dict) or not isinstance(snapshot.get(KEY), dict):
         raise TuneError(f"{path} is not a botorch-sketch tune checkpoint")

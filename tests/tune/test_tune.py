@@ -405,11 +405,11 @@ def _edit_text(old, new):
         (_edit_trial(failed=1), "'failed' must be a text"),
         (
             _edit_text('"folds": 3', '"folds": 1' + "0" * 4999),
-            "corrupt or truncated (not valid JSON: 'Exceeds the limit",
+            "corrupt or truncated (not valid JSON: Exceeds the limit",
         ),
         (
             _edit_text('"seed": 0', '"seed": ' + "[" * 100_000 + "]" * 100_000),
-            "corrupt or truncated (not valid JSON: 'maximum recursion depth",
+            "corrupt or truncated (not valid JSON: maximum recursion depth",
         ),
     ],
 )
