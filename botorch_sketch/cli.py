@@ -17,10 +17,13 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(prog="botorch-sketch")
     commands = parser.add_subparsers(dest="command", required=True)
+    description, epilog = tune_cli.help_texts()
     tune = commands.add_parser(
         "tune",
         help="tune a scikit-learn estimator through Ax with NystromGP",
-        description=tune_cli.__doc__.split("\n\n")[1].replace("\n", " "),
+        description=description,
+        epilog=epilog,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     tune_cli.add_arguments(tune)
     args = parser.parse_args(argv)

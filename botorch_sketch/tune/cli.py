@@ -3,26 +3,33 @@ r"""``botorch-sketch tune`` (also ``python -m botorch_sketch.tune``).
 
 Tune a scikit-learn estimator's hyperparameters on a data set that ships with
 scikit-learn, through Ax with :class:`~botorch_sketch.models.NystromGP` or Ax's
-default model::
+default model.
+
+Examples::
 
     botorch-sketch tune --dataset digits --estimator svm --trials 500 --workers 4
     botorch-sketch tune --checkpoint tune-svm-digits-nystrom.json --resume
     botorch-sketch tune --model default --checkpoint ax.json --trials 300
     botorch-sketch tune --compare tune-svm-digits-nystrom.json ax.json --plot c.png
 
-Exit status: 0 on success, 2 on bad input (with a message), 130 if interrupted
-(the checkpoint holds every completed trial: continue with ``--resume``).
+Exit status: 0 on success, 2 on bad input (with a message; also for a damaged,
+read-only or unwritable checkpoint, or one another run is using), 130 if
+interrupted (the checkpoint holds every completed trial: continue with
+``--resume``).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import re
 import sys
+import textwrap
 
 from botorch_sketch.tune.problems import DATASETS, ESTIMATORS
 from botorch_sketch.tune.run import (
     ACQUISITIONS,
+    LIMITS,
     MODELS,
     TuneConfig,
     TuneError,
@@ -30,6 +37,38 @@ from botorch_sketch.tune.run import (
 )
 
 PROG = "botorch-sketch tune"
+
+
+def _plain(text: str) -> str:
+    # Sphinx markup reads as noise in a terminal: a role becomes its target (the
+    # last name for ``~``), a literal becomes its text, ``::`` a colon.
+    def role(match: re.Match) -> str:
+        target = match.group(2)
+        return target.rsplit(".", 1)[-1] if match.group(1) else target
+
+    text = re.sub(r":[\w:]+:`(~?)([^`]+)`", role, text)
+    text = re.sub(r"``([^`]+)``", r"\1", text)
+    return re.sub(r"::$", ":", text, flags=re.MULTILINE)
+
+
+def help_texts(width: int = 79) -> tuple[str, str]:
+    r"""The ``--help`` description and epilog, plain text from this module's doc.
+
+    Args:
+        width: The column to wrap prose at.
+
+    Returns:
+        The description (the command in a sentence) and the epilog (examples
+        and exit status), for ``argparse.RawDescriptionHelpFormatter``.
+    """
+    paragraphs = [_plain(p) for p in __doc__.strip().split("\n\n")[1:]]
+
+    def fill(paragraph: str) -> str:
+        if paragraph.startswith(" "):  # a literal block: keep its lines
+            return textwrap.indent(textwrap.dedent(paragraph), "  ")
+        return textwrap.fill(" ".join(paragraph.split()), width)
+
+    return fill(paragraphs[0]), "\n\n".join(fill(p) for p in paragraphs[1:])
 
 
 def _bounds(text: str) -> tuple[str, tuple[float, float]]:
@@ -45,14 +84,16 @@ def _bounds(text: str) -> tuple[str, tuple[float, float]]:
         ) from None
 
 
-def _count(minimum: int):
+def _count(low: int, high: int):
     def parse(text: str) -> int:
         try:
             value = int(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"must be at least {minimum}")
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be at least {low}")
+        if value > high:
+            raise argparse.ArgumentTypeError(f"must be at most {high}")
         return value
 
     return parse
@@ -91,16 +132,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
         metavar="NAME=LOW:HIGH",
         help="replace a parameter's range (repeatable)",
     )
-    problem.add_argument("--folds", type=_count(2), help="cross-validation folds [3]")
-    problem.add_argument("--seed", type=int, help="seed of Sobol, Ax and folds [0]")
+    problem.add_argument(
+        "--folds", type=_count(*LIMITS["folds"]), help="cross-validation folds [3]"
+    )
+    problem.add_argument(
+        "--seed", type=_count(*LIMITS["seed"]), help="seed of Sobol, Ax and folds [0]"
+    )
     run = parser.add_argument_group("run")
-    run.add_argument("--trials", type=_count(1), help="completed trials to reach [100]")
     run.add_argument(
-        "--initial", type=_count(1), help="Sobol trials before the model [10]"
+        "--trials",
+        type=_count(*LIMITS["trials"]),
+        help="completed trials to reach [100]",
+    )
+    run.add_argument(
+        "--initial",
+        type=_count(*LIMITS["initial"]),
+        help="Sobol trials before the model [10]",
     )
     run.add_argument(
         "--workers",
-        type=_count(0),
+        type=_count(0, 1024),
         help="trials at once (0: in this process) [CPUs, or the Ray cluster's]",
     )
     run.add_argument(
@@ -123,12 +174,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--subset-size",
-        type=_count(2),
+        type=_count(*LIMITS["subset_size"]),
         help="observations GradientSubsetGP is fitted on (--model subset) [100]",
     )
-    run.add_argument("--num-restarts", type=_count(1), help="acquisition restarts")
-    run.add_argument("--raw-samples", type=_count(1), help="acquisition raw samples")
-    run.add_argument("--threads", type=_count(1), help="torch threads for the GP")
+    run.add_argument(
+        "--num-restarts",
+        type=_count(*LIMITS["num_restarts"]),
+        help="acquisition restarts",
+    )
+    run.add_argument(
+        "--raw-samples",
+        type=_count(*LIMITS["raw_samples"]),
+        help="acquisition raw samples",
+    )
+    run.add_argument("--threads", type=_count(1, 1024), help="torch threads for the GP")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
     run.add_argument(
         "--verbose", action="store_true", help="show Ax's log messages and warnings"
@@ -223,10 +282,13 @@ def _png(checkpoint: str) -> str:
 
 def main(argv: list[str] | None = None, prog: str = PROG) -> int:
     r"""The ``tune`` command; returns the exit status."""
+    description, epilog = help_texts()
     parser = add_arguments(
         argparse.ArgumentParser(
             prog=prog,
-            description=__doc__.split("\n\n")[1].replace("\n", " "),
+            description=description,
+            epilog=epilog,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
         )
     )
     return dispatch(parser, parser.parse_args(argv))

@@ -9,7 +9,10 @@ with Ax's JSON encoding, plus this run's settings and per-trial timings under
 the key ``"botorch_sketch_tune"`` (``Client.load_from_json_file`` reads the file
 and ignores that key), to a temporary file in the same directory that then
 replaces the checkpoint: a killed run leaves the previous checkpoint or the new
-one, never half of one.
+one, never half of one. A run holds an exclusive lock on its checkpoint
+(:func:`checkpoint_lock`), so a second run on the same file refuses at once
+instead of interleaving its saves with the first's; the next run on a checkpoint
+removes the temporary files a killed run left.
 
 Resuming marks the trials that were running when the run stopped as FAILED
 (reason ``"interrupted"``; Ax may suggest their points again), keeps every
@@ -20,12 +23,18 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import ctypes
 import json
 import logging
 import math
 import multiprocessing
 import os
+import re
+import signal
+import stat
+import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, field
@@ -49,10 +58,91 @@ MODELS = ("nystrom", "subset", "default")
 #: compares with the best observed mean and costs the same at any n; ``bkb``:
 #: qBKBUpperConfidenceBound (``nystrom`` only).
 ACQUISITIONS = ("auto", "qlogei", "bkb")
+#: The most trials a run may ask for. A GP-based search is of no use long before
+#: this (its model's cost grows with every trial); the bound keeps a damaged or
+#: hostile checkpoint from starting a run without end.
+MAX_TRIALS = 100_000
+#: The inclusive range of each integer setting. The seed's is numpy's, which
+#: scikit-learn's fold split passes it to; the others only keep absurd values
+#: (a checkpoint's 10**30, say) from reaching Ax, torch or scikit-learn.
+LIMITS: dict[str, tuple[int, int]] = {
+    "trials": (1, MAX_TRIALS),
+    "initial": (1, MAX_TRIALS),
+    "folds": (2, 1000),
+    "seed": (0, 2**32 - 1),
+    "subset_size": (2, MAX_TRIALS),
+    "num_restarts": (1, 10_000),
+    "raw_samples": (1, 1_000_000),
+}
+_CHOICES: dict[str, Any] = {
+    "dataset": DATASETS,
+    "estimator": ESTIMATORS,
+    "model": MODELS,
+    "acquisition": ACQUISITIONS,
+}
+_OPTIONAL = ("num_restarts", "raw_samples")
 
 
 class TuneError(Exception):
     r"""A problem with the user's input or checkpoint, reported without traceback."""
+
+
+def _describe(value: Any) -> str:
+    # A value for a message: a 4000-digit integer or a long nested list from a
+    # damaged file must neither flood the terminal nor fail to print.
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > 1e18:
+        return f"an integer of about {int(value.bit_length() * 0.30103)} digits"
+    try:
+        text = repr(value)
+    except (RecursionError, ValueError):
+        return f"a {type(value).__name__}"
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _is_int(value: Any) -> bool:
+    # JSON's true and false are Python ints; a count is never a boolean.
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_real(value: Any, finite: bool = True) -> bool:
+    if not (_is_int(value) or isinstance(value, float)):
+        return False
+    try:
+        return math.isfinite(value) or not finite
+    except OverflowError:  # an integer beyond any float
+        return False
+
+
+def _setting_problems(values: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
+    # (name, what is wrong) for each setting in ``values`` of the wrong type or
+    # outside its range; shared by TuneConfig.validate and the checkpoint check.
+    for name, choices in _CHOICES.items():
+        if name in values:
+            value = values[name]
+            if not isinstance(value, str) or value not in choices:
+                problem = f"must be one of {sorted(choices)}, got {_describe(value)}"
+                yield name, problem
+    for name, (low, high) in LIMITS.items():
+        if name not in values or (name in _OPTIONAL and values[name] is None):
+            continue
+        value = values[name]
+        if not _is_int(value) or not low <= value <= high:
+            problem = f"must be an integer from {low} to {high}, got {_describe(value)}"
+            yield name, problem
+    if "bounds" in values:
+        bounds = values["bounds"]
+        if not isinstance(bounds, Mapping) or not all(
+            isinstance(k, str)
+            and isinstance(v, (list, tuple))
+            and len(v) == 2
+            and all(_is_real(x) for x in v)
+            for k, v in bounds.items()
+        ):
+            problem = (
+                "must map parameter names to [low, high] pairs of finite "
+                f"numbers, got {_describe(bounds)}"
+            )
+            yield "bounds", problem
 
 
 @dataclass
@@ -89,22 +179,9 @@ class TuneConfig:
         return search_space(self.estimator, self.bounds)
 
     def validate(self) -> None:
-        r"""Raise ``TuneError`` naming the first bad setting."""
-        if self.dataset not in DATASETS:
-            raise TuneError(
-                f"unknown dataset {self.dataset!r}; choose from {sorted(DATASETS)}"
-            )
-        if self.estimator not in ESTIMATORS:
-            raise TuneError(
-                f"unknown estimator {self.estimator!r}; choose from "
-                f"{sorted(ESTIMATORS)}"
-            )
-        if self.model not in MODELS:
-            raise TuneError(f"unknown model {self.model!r}; choose from {MODELS}")
-        if self.acquisition not in ACQUISITIONS:
-            raise TuneError(
-                f"unknown acquisition {self.acquisition!r}; choose from {ACQUISITIONS}"
-            )
+        r"""Raise ``TuneError`` naming the first bad setting (type, range, choice)."""
+        for name, problem in _setting_problems(asdict(self)):
+            raise TuneError(f"--{name.replace('_', '-')} {problem}")
         if self.acquisition == "bkb" and self.model != "nystrom":
             raise TuneError("--acquisition bkb needs --model nystrom")
         if self.model == "subset" and self.subset_size <= self.initial + 1:
@@ -112,9 +189,6 @@ class TuneConfig:
                 f"--subset-size ({self.subset_size}) must exceed --initial + 1 "
                 f"({self.initial + 1}): the initial trials and the newest are kept"
             )
-        for name, low in (("trials", 1), ("initial", 1), ("folds", 2)):
-            if getattr(self, name) < low:
-                raise TuneError(f"--{name} must be at least {low}")
         try:
             self.params()
         except ValueError as e:
@@ -178,10 +252,15 @@ def save_checkpoint(path: str, client: Any, record: Mapping[str, Any]) -> None:
         dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp"
     )
     try:
-        # mkstemp makes the file private; give it the mode a new file would get.
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
+        # mkstemp makes the file private: give it the mode of the file it
+        # replaces (a checkpoint kept private stays so), else a new file's.
+        try:
+            mode = stat.S_IMODE(os.stat(path).st_mode)
+        except FileNotFoundError:
+            umask = os.umask(0)
+            os.umask(umask)
+            mode = 0o666 & ~umask
+        os.chmod(tmp, mode)
         with os.fdopen(fd, "w") as f:
             json.dump(snapshot, f)
             f.flush()
@@ -196,28 +275,119 @@ def save_checkpoint(path: str, client: Any, record: Mapping[str, Any]) -> None:
 def read_record(path: str) -> tuple[dict[str, Any], dict[str, Any]]:
     r"""The JSON snapshot in a checkpoint and this run's record in it.
 
+    Every field of the record is checked (types and ranges), so that a damaged
+    or hand-edited file gives a message rather than a traceback or a run
+    without end.
+
     Raises:
-        TuneError: If the file is missing, not JSON, or not a tune checkpoint.
+        TuneError: If the file is missing, not a regular file, unreadable, not
+            JSON, not a tune checkpoint, or holds a bad field.
     """
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            # A directory or a FIFO (whose open() would wait for a writer).
+            raise TuneError(f"checkpoint {path} is not a regular file")
         with open(path) as f:
             snapshot = json.load(f)
     except FileNotFoundError:
         raise TuneError(f"no checkpoint at {path}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+    except OSError as e:
+        raise TuneError(f"cannot read checkpoint {path}: {e.strerror or e}") from None
+    except (ValueError, UnicodeDecodeError, RecursionError) as e:
+        # ValueError: not JSON, or an integer of more than 4300 digits.
+        # RecursionError: arrays or objects nested too deeply.
+        reason = str(e) if len(str(e)) <= 200 else str(e)[:197] + "..."
         raise TuneError(
-            f"checkpoint {path} is corrupt or truncated (not valid JSON: {e})"
+            f"checkpoint {path} is corrupt or truncated (not valid JSON: {reason})"
         ) from None
     if not isinstance(snapshot, dict) or not isinstance(snapshot.get(KEY), dict):
         raise TuneError(f"{path} is not a botorch-sketch tune checkpoint")
     record = snapshot[KEY]
     if record.get("version") != FORMAT_VERSION or "config" not in record:
         raise TuneError(
-            f"{path} has checkpoint format {record.get('version')!r}; this version "
-            f"reads format {FORMAT_VERSION}"
+            f"{path} has checkpoint format {_describe(record.get('version'))}; "
+            f"this version reads format {FORMAT_VERSION}"
         )
     record.setdefault("trials", {})
+    problem = _record_problem(record)
+    if problem:
+        raise TuneError(
+            f"checkpoint {path} is damaged: {problem} (resume from a backup, or "
+            "start a new run with --overwrite or another --checkpoint)"
+        )
     return snapshot, record
+
+
+_PARAM_FIELDS = {"name": str, "low": float, "high": float, "kind": str, "log": bool}
+_TRIAL_INDEX = re.compile(r"0|[1-9][0-9]{0,8}")
+
+
+def _record_problem(record: Mapping[str, Any]) -> str | None:
+    # What is wrong with a checkpoint's record, or None. Fields a later format
+    # may add are ignored; those this version reads are checked.
+    config = record["config"]
+    if not isinstance(config, dict):
+        return f"config must be an object, got {_describe(config)}"
+    missing = [
+        k for k in (*TuneConfig.__dataclass_fields__, "params") if k not in config
+    ]
+    if missing:
+        return f"config lacks {missing[0]!r}"
+    for name, problem in _setting_problems(config):
+        return f"config field {name!r} {problem}"
+    params = config["params"]
+    if not isinstance(params, list) or not all(
+        isinstance(p, dict)
+        and all(
+            _is_real(p.get(k)) if kind is float else type(p.get(k)) is kind
+            for k, kind in _PARAM_FIELDS.items()
+        )
+        and p["kind"] in ("float", "int")
+        for p in params
+    ):
+        return (
+            "config field 'params' must be a list of {name, low, high, kind, log} "
+            f"objects, got {_describe(params)}"
+        )
+    trials = record["trials"]
+    if not isinstance(trials, dict):
+        return f"trials must be an object, got {_describe(trials)}"
+    for index, trial in trials.items():
+        where = f"trial {_describe(index)}"
+        if not _TRIAL_INDEX.fullmatch(index):
+            return f"{where}: a trial index must be a non-negative integer"
+        if not isinstance(trial, dict):
+            return f"{where} must be an object, got {_describe(trial)}"
+        problem = _trial_problem(trial)
+        if problem:
+            return f"{where}: {problem}"
+    return None
+
+
+def _trial_problem(trial: Mapping[str, Any]) -> str | None:
+    parameters = trial.get("parameters", {})
+    if not isinstance(parameters, dict) or not all(
+        _is_real(v) for v in parameters.values()
+    ):
+        return f"'parameters' must map names to numbers, got {_describe(parameters)}"
+    for name in ("suggest_seconds", "eval_seconds"):
+        value = trial.get(name, 0.0)
+        if not (_is_real(value) and value >= 0):
+            return f"{name!r} must be a non-negative number, got {_describe(value)}"
+    # A failed cross-validation fit may score NaN, so the score may be NaN.
+    if "score" in trial and not _is_real(trial["score"], finite=False):
+        return f"'score' must be a number, got {_describe(trial['score'])}"
+    if ("score" in trial) != ("completed" in trial):
+        return "'score' and 'completed' must be stored together"
+    completed = trial.get("completed", 1)
+    if not (_is_int(completed) and 1 <= completed <= MAX_TRIALS):
+        return (
+            f"'completed' must be an integer from 1 to {MAX_TRIALS}, got "
+            f"{_describe(completed)}"
+        )
+    if not isinstance(trial.get("failed", ""), str):
+        return f"'failed' must be a text, got {_describe(trial['failed'])}"
+    return None
 
 
 def load_checkpoint(path: str) -> tuple[Any, dict[str, Any]]:
@@ -248,6 +418,135 @@ def _check_same_problem(path: str, stored: Mapping[str, Any], config: TuneConfig
             )
 
 
+def _lock_path(checkpoint: str) -> str:
+    directory, name = os.path.split(os.path.abspath(checkpoint))
+    return os.path.join(directory, f".{name}.lock")
+
+
+def _temporary_pattern(checkpoint: str) -> re.Pattern:
+    # The names save_checkpoint's mkstemp gives: ".NAME." + 8 characters of
+    # tempfile's alphabet + ".tmp". Exactly 8, so that the temporary files of
+    # a checkpoint whose name merely starts with this one's never match.
+    name = re.escape(os.path.basename(checkpoint))
+    return re.compile(rf"\.{name}\.[a-z0-9_]{{8}}\.tmp")
+
+
+@contextlib.contextmanager
+def checkpoint_lock(checkpoint: str) -> Iterator[None]:
+    r"""Hold a checkpoint's exclusive lock for the block, or refuse at once.
+
+    The lock is an ``fcntl.flock`` on ``.NAME.lock`` beside the checkpoint
+    ``NAME``: the kernel releases it when its holder exits, even by ``kill -9``,
+    so a killed run never leaves the checkpoint locked. The file holds the
+    holder's process id (for the message of a refused run) and is removed on
+    release. Locks on some network file systems are not reliable. Where
+    ``fcntl`` does not exist (Windows) the block runs unlocked.
+
+    Args:
+        checkpoint: The checkpoint file (it need not exist).
+
+    Raises:
+        TuneError: If another process holds the lock, or the lock file cannot
+            be created (a read-only directory, say).
+    """
+    try:
+        import fcntl
+    except ImportError:
+        yield
+        return
+    path = _lock_path(checkpoint)
+    while True:
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+        except OSError as e:
+            raise TuneError(
+                f"cannot create the lock file {path} of checkpoint {checkpoint} "
+                f"({e.strerror or e}); is its directory writable?"
+            ) from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as e:
+            holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+            os.close(fd)
+            if isinstance(e, BlockingIOError):
+                by = f" (process {holder})" if holder.isdigit() else ""
+                raise TuneError(
+                    f"checkpoint {checkpoint} is in use by another tune run{by}; "
+                    "wait for it to end, or give another --checkpoint"
+                ) from None
+            raise TuneError(
+                f"cannot lock checkpoint {checkpoint} ({e.strerror or e})"
+            ) from None
+        # The previous holder removes the file on release, and may have done so
+        # after this process opened it: a lock on a removed file locks nothing.
+        try:
+            current = os.stat(path)
+        except FileNotFoundError:
+            current = None
+        mine = os.fstat(fd)
+        if current and (current.st_dev, current.st_ino) == (mine.st_dev, mine.st_ino):
+            break
+        os.close(fd)
+    try:
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        yield
+    finally:
+        # Removed while still held, so no other process can lock it meanwhile.
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+        os.close(fd)
+
+
+def remove_stale_temporaries(checkpoint: str) -> list[str]:
+    r"""Remove the temporary files a killed run left beside a checkpoint.
+
+    Call it only while holding :func:`checkpoint_lock`: every run writes its
+    temporary files under the lock, so while it is held none is in use.
+
+    Args:
+        checkpoint: The checkpoint file.
+
+    Returns:
+        The paths removed.
+    """
+    directory = os.path.dirname(os.path.abspath(checkpoint))
+    pattern = _temporary_pattern(checkpoint)
+    removed = []
+    for name in os.listdir(directory):
+        if pattern.fullmatch(name):
+            path = os.path.join(directory, name)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
+                removed.append(path)
+    return removed
+
+
+def _read_only(path: str) -> bool:
+    # The mode as well as access(): root may write any file, but a file with no
+    # write bit was made read-only on purpose, and replacing it by rename would
+    # quietly undo that.
+    return not (os.stat(path).st_mode & 0o222) or not os.access(path, os.W_OK)
+
+
+def _check_writable(checkpoint: str) -> None:
+    # Saving creates a temporary file beside the checkpoint and renames it; try
+    # the first half now, before any trial is evaluated, rather than lose the
+    # first trial's work to a failed save.
+    directory = os.path.dirname(os.path.abspath(checkpoint))
+    try:
+        fd, tmp = tempfile.mkstemp(
+            dir=directory, prefix=f".{os.path.basename(checkpoint)}.", suffix=".tmp"
+        )
+    except OSError as e:
+        raise TuneError(
+            f"cannot write checkpoint {checkpoint}: its directory {directory} is "
+            f"not writable ({e.strerror or e})"
+        ) from None
+    os.close(fd)
+    os.unlink(tmp)
+
+
 # ---------------------------------------------------------------------- workers
 
 
@@ -274,13 +573,55 @@ class _InProcess:
         pass
 
 
+#: Seconds between a worker's checks that the tune process still lives.
+PARENT_POLL_SECONDS = 0.25
+_PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
+
+
+def exit_with_parent(parent: int) -> None:
+    r"""Make this process exit as soon as process ``parent`` dies.
+
+    The initializer of the local workers. A run killed with ``kill -9`` (or any
+    signal Python does not handle) runs no cleanup, so without this its
+    workers would outlive it under PID 1, evaluating trials nobody will record
+    and keeping ``multiprocessing``'s resource tracker alive with them.
+
+    On Linux the kernel sends the worker SIGKILL when its parent dies
+    (``prctl(PR_SET_PDEATHSIG)``; strictly, when the parent's thread that
+    started the worker ends, which in ``tune`` outlives the pool). Everywhere,
+    a daemon thread also polls the parent's process id every
+    :data:`PARENT_POLL_SECONDS`: the portable fallback, and the cover for a
+    parent that died before ``prctl`` was called.
+
+    Args:
+        parent: The process id of the process that started this one.
+    """
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    threading.Thread(
+        target=_watch_parent, args=(parent,), name="exit-with-parent", daemon=True
+    ).start()
+
+
+def _watch_parent(parent: int) -> None:
+    # An orphan is re-parented (to PID 1 or a subreaper), so its parent's id
+    # changes the moment the parent dies.
+    while os.getppid() == parent:
+        time.sleep(PARENT_POLL_SECONDS)
+    os._exit(1)
+
+
 class _LocalPool(_InProcess):
     # Spawned processes: forking a process that holds OpenMP and torch thread
     # pools can deadlock the children.
     def __init__(self, workers: int) -> None:
         self.capacity = workers
         self.pool = concurrent.futures.ProcessPoolExecutor(
-            max_workers=workers, mp_context=multiprocessing.get_context("spawn")
+            max_workers=workers,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=exit_with_parent,
+            initargs=(os.getpid(),),
         )
 
     def submit(self, *args: Any) -> concurrent.futures.Future:
@@ -447,28 +788,68 @@ def tune(
 
     Raises:
         TuneError: On bad settings, a missing, corrupt or mismatched checkpoint,
-            an existing checkpoint without ``resume`` or ``overwrite``, or too
-            many failed evaluations.
+            an existing checkpoint without ``resume`` or ``overwrite``, a
+            read-only checkpoint or directory, a checkpoint another run holds,
+            or too many failed evaluations. Every one but the last is raised
+            before any trial is evaluated.
     """
-    import torch
-    from tqdm.auto import tqdm
-
     config.validate()
     if resume and overwrite:
         raise TuneError("pass either --resume or --overwrite, not both")
-    exists = os.path.exists(checkpoint)
-    if resume and not exists:
-        raise TuneError(f"--resume: no checkpoint at {checkpoint}")
-    if exists and not (resume or overwrite):
-        raise TuneError(
-            f"checkpoint {checkpoint} exists; pass --resume to continue it or "
-            "--overwrite to start a new run in its place"
-        )
+    if workers is not None and workers < 0:
+        raise TuneError("--workers must be 0 or more")
     directory = os.path.dirname(os.path.abspath(checkpoint))
     if not os.path.isdir(directory):
         raise TuneError(f"the directory of {checkpoint} does not exist")
-    if workers is not None and workers < 0:
-        raise TuneError("--workers must be 0 or more")
+    if os.path.lexists(checkpoint) and not os.path.isfile(checkpoint):
+        raise TuneError(
+            f"checkpoint {checkpoint} is not a regular file (a directory?); "
+            "give the path of a file with --checkpoint"
+        )
+    # Every check of the file is made under the lock: checked before it, two
+    # runs could both find no checkpoint and both start one.
+    with checkpoint_lock(checkpoint):
+        exists = os.path.exists(checkpoint)
+        if resume and not exists:
+            raise TuneError(f"--resume: no checkpoint at {checkpoint}")
+        if exists and not (resume or overwrite):
+            raise TuneError(
+                f"checkpoint {checkpoint} exists; pass --resume to continue it or "
+                "--overwrite to start a new run in its place"
+            )
+        if exists and _read_only(checkpoint):
+            raise TuneError(
+                f"checkpoint {checkpoint} is read-only and this run would replace "
+                f"it; make it writable (chmod u+w {checkpoint}) or give another "
+                "--checkpoint"
+            )
+        _check_writable(checkpoint)
+        remove_stale_temporaries(checkpoint)
+        return _run_locked(
+            config,
+            checkpoint,
+            resume,
+            workers,
+            ray_address,
+            threads,
+            max_failures,
+            progress,
+        )
+
+
+def _run_locked(
+    config: TuneConfig,
+    checkpoint: str,
+    resume: bool,
+    workers: int | None,
+    ray_address: str | None,
+    threads: int | None,
+    max_failures: int,
+    progress: bool,
+) -> dict[str, Any]:
+    # The run itself, under the checkpoint's lock; arguments as in ``tune``.
+    import torch
+    from tqdm.auto import tqdm
 
     if resume:
         client, record = load_checkpoint(checkpoint)
