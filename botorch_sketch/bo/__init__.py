@@ -8,6 +8,14 @@ from botorch_sketch.bo.loop import (
     run_bo,
 )
 from botorch_sketch.bo.triggers import CountTrigger, SubsetTrigger, TimeTrigger
+from botorch_sketch.bo.trust_region import (
+    TurboState,
+    generate_batch,
+    lengthscale_weights,
+    restart_state,
+    trust_region_bounds,
+    update_state,
+)
 
 __all__ = [
     "BOTrace",
@@ -15,7 +23,13 @@ __all__ = [
     "ModelSpec",
     "SubsetTrigger",
     "TimeTrigger",
+    "TurboState",
+    "generate_batch",
+    "lengthscale_weights",
     "make_acquisition",
     "plot_bo_traces",
+    "restart_state",
     "run_bo",
+    "trust_region_bounds",
+    "update_state",
 ]
