@@ -16,6 +16,7 @@ from botorch_sketch.bo.trust_region import (
     trust_region_bounds,
     update_state,
 )
+from botorch_sketch.bo.turbo_loop import TurboTrace, run_turbo
 
 __all__ = [
     "BOTrace",
@@ -24,12 +25,14 @@ __all__ = [
     "SubsetTrigger",
     "TimeTrigger",
     "TurboState",
+    "TurboTrace",
     "generate_batch",
     "lengthscale_weights",
     "make_acquisition",
     "plot_bo_traces",
     "restart_state",
     "run_bo",
+    "run_turbo",
     "trust_region_bounds",
     "update_state",
 ]
