@@ -47,6 +47,7 @@ from botorch.acquisition import (
 )
 from botorch.exceptions.errors import InputDataError, UnsupportedError
 from botorch.generation.sampling import MaxPosteriorSampling
+from botorch.models.approximate_gp import ApproximateGPyTorchModel
 from botorch.models.model import Model
 from botorch.models.transforms.input import AffineInputTransform
 from botorch.optim import optimize_acqf
@@ -327,6 +328,13 @@ def _thompson_batch(model: Model, candidates: Tensor, batch_size: int) -> Tensor
     # replacement. Pathwise draws cost O(N) per path; the joint posterior over
     # N candidates (the fallback) is N x N.
     sampler = MaxPosteriorSampling(model, replacement=False)
+    if isinstance(model, ApproximateGPyTorchModel):
+        # GPyTorch's variational strategy memoises the inducing Cholesky factor
+        # with the batch shape of the last posterior call, and the Matheron
+        # update then fails on it (gpytorch issue #2642); leaving eval mode
+        # clears that cache.
+        model.train()
+        model.eval()
     try:
         paths = draw_matheron_paths(model, sample_shape=torch.Size([batch_size]))
     except (NotImplementedError, UnsupportedError):

@@ -264,6 +264,21 @@ def test_generate_batch_with_subset_and_given_acquisition():
         assert _inside(batch, trust_region_bounds(state, model, X[Y.argmax()]))
 
 
+@pytest.mark.parametrize("acquisition", ["qlogei", "ts"])
+def test_generate_batch_with_a_variational_gp(acquisition):
+    X, Y = _data(n=30)
+    model = SingleTaskVariationalGP(X, Y, inducing_points=8).eval()
+    # A batched posterior first: GPyTorch caches a factor of that batch shape.
+    model.posterior(torch.rand(5, 2, 3, dtype=torch.double))
+    state = TurboState(dim=3, batch_size=4, length=0.3)
+    torch.manual_seed(0)
+    batch = generate_batch(
+        state, model, X, Y, acquisition=acquisition, num_candidates=200, **FAST
+    )
+    assert batch.shape == (4, 3)
+    assert _inside(batch, trust_region_bounds(state, model, X[Y.argmax()]))
+
+
 def test_thompson_sampling_falls_back_to_joint_samples(monkeypatch):
     from botorch_sketch.bo import trust_region
 
