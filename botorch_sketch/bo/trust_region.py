@@ -169,7 +169,7 @@ def update_state(state: TurboState, Y_next: Tensor) -> TurboState:
 
 
 def restart_state(
-    state: TurboState, length: float = 0.8, best_value: float = -math.inf
+    state: TurboState, length: float | None = None, best_value: float = -math.inf
 ) -> TurboState:
     r"""A fresh state with the same dimension, batch size, limits and tolerances.
 
@@ -178,7 +178,8 @@ def restart_state(
 
     Args:
         state: The state to restart.
-        length: The new initial length.
+        length: The new initial length; defaults to TuRBO's 0.8 (or
+            ``length_max`` if smaller).
         best_value: The best observation of the new region's design.
 
     Returns:
@@ -187,7 +188,7 @@ def restart_state(
     return TurboState(
         dim=state.dim,
         batch_size=state.batch_size,
-        length=length,
+        length=min(0.8, state.length_max) if length is None else length,
         length_min=state.length_min,
         length_max=state.length_max,
         failure_tolerance=state.failure_tolerance,
@@ -397,12 +398,12 @@ def generate_batch(
         )
     center = X[Y.squeeze(-1).argmax()]
     bounds = trust_region_bounds(state, model, center)
-    if acquisition == "ts":
+    if isinstance(acquisition, AcquisitionFunction):
+        acqf = acquisition
+    elif acquisition == "ts":
         size = num_candidates or min(5000, max(2000, 200 * state.dim))
         candidates = perturbed_candidates(center, bounds, size, seed=seed)
         return _thompson_batch(model, candidates, q).detach()
-    if isinstance(acquisition, AcquisitionFunction):
-        acqf = acquisition
     elif acquisition == "qlognei":
         acqf = qLogNoisyExpectedImprovement(model, X_baseline=X)
     elif acquisition == "qlogei":

@@ -125,6 +125,11 @@ def run_turbo(
             "iterations must be non-negative, num_initial and batch_size positive; "
             f"got {iterations}, {num_initial}, {batch_size}."
         )
+    if acquisition not in ("qlognei", "qlogei", "ts"):
+        raise InputDataError(
+            f"Unknown acquisition {acquisition!r}; expected 'qlognei', 'qlogei' or "
+            "'ts'."
+        )
     spec = (
         model_factory
         if isinstance(model_factory, ModelSpec)

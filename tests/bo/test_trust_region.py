@@ -115,6 +115,7 @@ def test_update_does_not_mutate_and_restart_gives_a_fresh_state():
     assert (fresh.success_counter, fresh.failure_counter) == (0, 0)
     assert fresh.length_min == 0.01 and fresh.best_value == 2.0
     assert restart_state(state).failure_tolerance == 7
+    assert restart_state(TurboState(3, 2, length=0.4, length_max=0.5)).length == 0.5
 
 
 def test_bad_state_and_observations():
