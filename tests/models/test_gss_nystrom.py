@@ -53,6 +53,17 @@ def test_inducing_set_is_exactly_the_selected_subset(tkwargs):
         assert torch.equal(hybrid.state_dict()[name], value), name
 
 
+def test_fixed_noise_in_the_subset_units(tkwargs):
+    X, Y, _ = _data(tkwargs, n=60)
+    Yvar = 0.01 + 0.01 * torch.rand_like(Y)
+    subset = _fitted_subset(X, Y, Yvar, subset_size=20)
+    hybrid = nystrom_from_subset(subset)
+    stdv = subset.outcome_transform.stdvs.squeeze()
+    # Every observation's noise, in the units the subset GP was fitted in.
+    torch.testing.assert_close(hybrid.likelihood.noise, Yvar.squeeze(-1) / stdv**2)
+    assert bool((hybrid.posterior(X[:5]).variance > 0).all())
+
+
 def test_fit_gss_nystrom_selects_like_gradient_subset_gp(tkwargs):
     X, Y, _ = _data(tkwargs)
     hybrid = fit_gss_nystrom(X, Y, subset_size=40, **_options(seed=3))
