@@ -13,6 +13,15 @@ from botorch_sketch.bo.loop import (
     run_bo,
 )
 from botorch_sketch.bo.triggers import CountTrigger, SubsetTrigger, TimeTrigger
+from botorch_sketch.bo.trust_region import (
+    TurboState,
+    generate_batch,
+    lengthscale_weights,
+    restart_state,
+    trust_region_bounds,
+    update_state,
+)
+from botorch_sketch.bo.turbo_loop import TurboTrace, run_turbo
 
 __all__ = [
     "BOTrace",
@@ -21,8 +30,16 @@ __all__ = [
     "ModelSpec",
     "SubsetTrigger",
     "TimeTrigger",
+    "TurboState",
+    "TurboTrace",
     "UpdateCounts",
+    "generate_batch",
+    "lengthscale_weights",
     "make_acquisition",
     "plot_bo_traces",
+    "restart_state",
     "run_bo",
+    "run_turbo",
+    "trust_region_bounds",
+    "update_state",
 ]

@@ -7,6 +7,7 @@ from botorch_sketch.models.gradient_subset_gp import (
     feature_residual_gradients,
     scalar_residual_gradients,
 )
+from botorch_sketch.models.gss_nystrom import fit_gss_nystrom, nystrom_from_subset
 from botorch_sketch.models.incremental import IncrementalNystromModel, ucb_action
 from botorch_sketch.models.nystrom_gp import NystromGP
 from botorch_sketch.models.sgd_linear import SGDLinearModel
@@ -17,6 +18,8 @@ __all__ = [
     "NystromGP",
     "SGDLinearModel",
     "feature_residual_gradients",
+    "fit_gss_nystrom",
+    "nystrom_from_subset",
     "scalar_residual_gradients",
     "ucb_action",
 ]
