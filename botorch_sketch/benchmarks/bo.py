@@ -17,6 +17,10 @@ inputs (pruned) or pathwise Thompson sampling, maximised by ``optimize_acqf``
 - ``SVGP``: BoTorch's ``SingleTaskVariationalGP`` with ``m`` inducing points
   placed by ``GreedyImprovementReduction`` from the previous iteration's model
   (BoTorch's allocator for BO [Moss2023inducing]_), fitted on the ELBO.
+- ``GSS-Nystrom``: the GSSBO subset as the inducing set of a ``NystromGP`` on
+  all data (:func:`~botorch_sketch.models.gss_nystrom.fit_gss_nystrom`).
+- ``TuRBO SingleTaskGP`` / ``TuRBO NystromGP``: TuRBO-1 with restarts
+  (:func:`~botorch_sketch.bo.run_turbo`), the same acquisition inside the box.
 
 Each configuration is a budget; ``small`` is what the test suite runs. A time
 cap stops a method once its fit + acquisition seconds exceed it, and the report
@@ -54,8 +58,15 @@ from botorch.test_functions.synthetic import SyntheticTestFunction
 from gpytorch.mlls import VariationalELBO
 from torch import Tensor
 
-from botorch_sketch.bo import BOTrace, CountTrigger, IncrementalGP, ModelSpec, run_bo
-from botorch_sketch.models import GradientSubsetGP, NystromGP
+from botorch_sketch.bo import (
+    BOTrace,
+    CountTrigger,
+    IncrementalGP,
+    ModelSpec,
+    run_bo,
+    run_turbo,
+)
+from botorch_sketch.models import GradientSubsetGP, NystromGP, fit_gss_nystrom
 from botorch_sketch.sketching.subset import RandomSubset
 
 #: Problems, maximised (BoTorch's test functions, negated).
@@ -69,7 +80,10 @@ PROBLEMS: dict[str, Callable[[], SyntheticTestFunction]] = {
 }
 
 EXACT, SKETCH, INCREMENTAL = "SingleTaskGP", "NystromGP", "NystromGP incremental"
-GSS, RSS, SVGP = "GSSBO", "RSSBO", "SVGP"
+GSS, RSS, SVGP, HYBRID = "GSSBO", "RSSBO", "SVGP", "GSS-Nystrom"
+TURBO_EXACT, TURBO_SKETCH = "TuRBO SingleTaskGP", "TuRBO NystromGP"
+#: Methods run by ``run_turbo`` rather than ``run_bo``.
+TURBO = {TURBO_EXACT, TURBO_SKETCH}
 
 
 @dataclass
@@ -108,7 +122,7 @@ class Budget:
         return max(0, math.ceil((self.evaluations - self.num_initial) / self.q))
 
 
-ALL = [EXACT, SKETCH, INCREMENTAL, GSS, RSS, SVGP]
+ALL = [EXACT, SKETCH, INCREMENTAL, GSS, RSS, HYBRID, SVGP, TURBO_EXACT, TURBO_SKETCH]
 BUDGETS: dict[str, Budget] = {
     # Seconds: the suite and a first look (every method, a short loop).
     "small": Budget(
@@ -193,6 +207,24 @@ def _spec(method: str, budget: Budget, seed: int) -> ModelSpec:
         return ModelSpec(
             SVGP, surrogate=lambda: VariationalSurrogate(budget.subset_size)
         )
+    if method == HYBRID:
+
+        def hybrid(X: Tensor, Y: Tensor) -> NystromGP:
+            # Its own fit (the subset GP's): the loop must not refit it.
+            return fit_gss_nystrom(
+                X,
+                Y,
+                subset_size=budget.subset_size,
+                num_initial=budget.num_initial,
+                num_newest=budget.q,
+                fit_rounds=1,
+            )
+
+        return ModelSpec(HYBRID, surrogate=lambda: hybrid)
+    if method == TURBO_EXACT:
+        return ModelSpec(TURBO_EXACT)
+    if method == TURBO_SKETCH:
+        return ModelSpec(TURBO_SKETCH, NystromGP)
     raise KeyError(f"Unknown method {method!r}; expected one of {ALL}.")
 
 
@@ -225,6 +257,9 @@ def run(budget_name: str = "small", progress: bool = True) -> list[Row]:
         for method in budget.methods:
             traces = []
             for seed in budget.seeds:
+                if method in TURBO:
+                    traces.append(_turbo(problem_name, method, budget, seed, progress))
+                    continue
                 traces.append(
                     run_bo(
                         PROBLEMS[problem_name](),
@@ -244,6 +279,24 @@ def run(budget_name: str = "small", progress: bool = True) -> list[Row]:
             rows.append(_row(problem_name, method, traces, budget))
             print(_line(rows[-1]), flush=True)
     return rows
+
+
+def _turbo(
+    problem: str, method: str, budget: Budget, seed: int, progress: bool
+) -> BOTrace:
+    acquisition = "ts" if budget.acquisition == "ts" else "qlognei"
+    return run_turbo(
+        PROBLEMS[problem](),
+        _spec(method, budget, seed),
+        iterations=budget.iterations,
+        num_initial=budget.num_initial,
+        batch_size=budget.q,
+        acquisition=acquisition,
+        seed=seed,
+        num_restarts=budget.num_restarts,
+        raw_samples=budget.raw_samples,
+        progress=progress,
+    )
 
 
 def _median(values: list[float]) -> float:

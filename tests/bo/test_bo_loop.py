@@ -1,6 +1,7 @@
 import pytest
 import torch
 from botorch.exceptions.errors import InputDataError
+from botorch.models import SingleTaskGP
 from botorch.test_functions import Branin, Hartmann
 
 from botorch_sketch import GradientSubsetGP, NystromGP, RandomSubset
@@ -133,3 +134,46 @@ def test_a_failed_fit_is_recorded_and_the_run_goes_on(monkeypatch):
     with pytest.warns(OptimizationWarning, match="Fitting failed"):
         trace = run_bo(f, ModelSpec("x"), iterations=3, num_initial=5, **FAST)
     assert trace.num_iterations == 3 and trace.fit_failures == [1]
+
+
+def test_time_cap_stops_the_run_and_says_so():
+    problem = Hartmann(dim=6, negate=True)
+    trace = run_bo(
+        problem,
+        ModelSpec("exact"),
+        iterations=5,
+        num_initial=8,
+        acquisition="ucb",
+        num_restarts=1,
+        raw_samples=16,
+        progress=False,
+        time_cap=0.0,
+    )
+    assert trace.num_iterations == 1 and trace.stopped_at_cap
+
+
+def test_a_stateful_surrogate_is_called_with_all_data_and_not_refitted():
+    calls = []
+
+    def make():
+        def surrogate(X, Y):
+            calls.append(X.shape[0])
+            model = SingleTaskGP(X, Y)
+            model.eval()
+            return model
+
+        return surrogate
+
+    trace = run_bo(
+        Hartmann(dim=6, negate=True),
+        ModelSpec("stateful", surrogate=make),
+        iterations=3,
+        num_initial=8,
+        acquisition="ts",
+        q=2,
+        num_restarts=1,
+        raw_samples=16,
+        progress=False,
+    )
+    assert calls == [8, 10, 12]
+    assert trace.num_iterations == 3 and len(trace.values) == 6
