@@ -250,35 +250,50 @@ class Row:
 
 
 def run(budget_name: str = "small", progress: bool = True) -> list[Row]:
-    r"""Run every method of a budget on every problem and seed."""
+    r"""Run every method of a budget on every problem and seed.
+
+    Methods take turns within each seed, so that a change in the machine's load
+    during a long run falls on all of them alike.
+    """
     budget = BUDGETS[budget_name]
     rows = []
     for problem_name in budget.problems:
-        for method in budget.methods:
-            traces = []
-            for seed in budget.seeds:
-                if method in TURBO:
-                    traces.append(_turbo(problem_name, method, budget, seed, progress))
-                    continue
-                traces.append(
-                    run_bo(
-                        PROBLEMS[problem_name](),
-                        _spec(method, budget, seed),
-                        iterations=budget.iterations,
-                        num_initial=budget.num_initial,
-                        acquisition=budget.acquisition,
-                        q=budget.q,
-                        seed=seed,
-                        num_restarts=budget.num_restarts,
-                        raw_samples=budget.raw_samples,
-                        warm_start=method in WARM,
-                        progress=progress,
-                        time_cap=budget.time_cap,
-                    )
+        traces: dict[str, list[BOTrace]] = {method: [] for method in budget.methods}
+        for seed in budget.seeds:
+            for method in budget.methods:
+                trace = _run_one(problem_name, method, budget, seed, progress)
+                traces[method].append(trace)
+                print(
+                    f"{problem_name} seed {seed} {method}: simple regret "
+                    f"{float(trace.simple_regret[-1]):.4g}, "
+                    f"{float(trace.cumulative_time[-1]):.1f} s",
+                    flush=True,
                 )
-            rows.append(_row(problem_name, method, traces, budget))
+        for method in budget.methods:
+            rows.append(_row(problem_name, method, traces[method], budget))
             print(_line(rows[-1]), flush=True)
     return rows
+
+
+def _run_one(
+    problem: str, method: str, budget: Budget, seed: int, progress: bool
+) -> BOTrace:
+    if method in TURBO:
+        return _turbo(problem, method, budget, seed, progress)
+    return run_bo(
+        PROBLEMS[problem](),
+        _spec(method, budget, seed),
+        iterations=budget.iterations,
+        num_initial=budget.num_initial,
+        acquisition=budget.acquisition,
+        q=budget.q,
+        seed=seed,
+        num_restarts=budget.num_restarts,
+        raw_samples=budget.raw_samples,
+        warm_start=method in WARM,
+        progress=progress,
+        time_cap=budget.time_cap,
+    )
 
 
 def _turbo(
