@@ -28,6 +28,7 @@ from botorch_sketch.benchmarks import (
     fantasies,
     gssbo,
     inference,
+    iteration,
     linear,
     scale,
     throughput,
@@ -74,6 +75,10 @@ def _bo(budget: str, stem: str) -> tuple[str, list[str]]:
     return bo.report(budget, stem, machine())
 
 
+def _iteration(budget: str, stem: str) -> tuple[str, list[str]]:
+    return iteration.render(iteration.run(budget), machine()), []
+
+
 def _scale(budget: str, stem: str) -> tuple[str, list[str]]:
     return scale.render(scale.run(budget), machine()), []
 
@@ -97,6 +102,7 @@ BENCHMARKS: dict[str, tuple[str, Callable[[str, str], tuple[str, list[str]]]]] =
     "linear": ("fLinUCB-GD against LinUCB", _linear),
     "contextual": ("EK-UCB against KernelUCB, CBKB and CBBKB", _contextual),
     "bo": ("Closed-loop BO: NystromGP against SingleTaskGP and the rest", _bo),
+    "iteration": ("One BO iteration: fit + optimize_acqf, medians", _iteration),
     "gssbo": ("GSSBO against the full SingleTaskGP and a random subset", _gssbo),
     "scale": ("NystromGP up to a million observations", _scale),
     "throughput": ("The posterior over many candidates against matmul", _throughput),
