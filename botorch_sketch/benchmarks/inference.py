@@ -16,11 +16,11 @@ so ``d_eff`` of the exact fit is printed with each experiment.
 
 Run time is bounded on purpose: the benchmark sets torch's thread count for its
 own run (one thread on the small budget, so that a machine other jobs share is
-not oversubscribed: busy BLAS threads spin-waiting for cores made fits there
-10x slower), caps the fits of the peers with learned inducing inputs (SGPR,
-SVGP; a capped row says "stopped at the cap"), keeps SVGP, the slowest peer,
-for the large budget, and prints after each fit the time elapsed and an
-estimate of the time left.
+not oversubscribed: threads spin-waiting for cores that other jobs held made
+fits there up to 15x slower), caps the fits of the peers with learned inducing
+inputs (SGPR, SVGP; a capped row says "stopped at the cap"), keeps SVGP, the
+slowest peer, and the growth experiment for the large budget, and prints after
+each step the time elapsed and an estimate of the time left.
 """
 
 from __future__ import annotations
