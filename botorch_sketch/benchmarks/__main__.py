@@ -36,18 +36,26 @@ from botorch_sketch.benchmarks import (
 )
 
 
-def machine() -> str:
-    r"""A one-line description of this machine, for the absolute figures."""
+def machine(threads: int | None = None) -> str:
+    r"""A one-line description of this machine, for the absolute figures.
+
+    Args:
+        threads: The torch threads the run used, if it set its own; by default
+            the current setting.
+    """
+    threads = torch.get_num_threads() if threads is None else threads
     return (
         f"{platform.machine()}, {os.cpu_count()} CPU cores, torch "
-        f"{torch.__version__} with {torch.get_num_threads()} threads"
+        f"{torch.__version__} with {threads} threads"
     )
 
 
 def _inference(budget: str, stem: str) -> tuple[str, list[str]]:
+    # The run sets its own thread count (one on the small budget) and restores it.
     rows, d_eff = inference.run(budget)
     inference.plot(rows, stem + ".png")
-    return inference.render(rows, d_eff, machine()), [stem + ".png"]
+    text = inference.render(rows, d_eff, machine(inference.BUDGETS[budget].threads))
+    return text, [stem + ".png"]
 
 
 def _bandits(budget: str, stem: str) -> tuple[str, list[str]]:

@@ -13,10 +13,19 @@ Three experiments, in one run:
 Each case is timed from construction to fitted model plus the held-out
 prediction. An approximate GP can only win where ``d_eff`` is well below ``n``,
 so ``d_eff`` of the exact fit is printed with each experiment.
+
+Run time is bounded on purpose: the benchmark sets torch's thread count for its
+own run (one thread on the small budget, so that a machine other jobs share is
+not oversubscribed: threads spin-waiting for cores that other jobs held made
+fits there up to 15x slower), caps the fits of the peers with learned inducing
+inputs (SGPR, SVGP; a capped row says "stopped at the cap"), keeps SVGP, the
+slowest peer, and the growth experiment for the large budget, and prints after
+each step the time elapsed and an estimate of the time left.
 """
 
 from __future__ import annotations
 
+import time
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -59,6 +68,8 @@ class Row:
     seconds: float
     nll: float
     rmse: float
+    #: Whether the fit was stopped at the budget's time cap (peers only).
+    capped: bool = False
 
 
 @dataclass
@@ -68,34 +79,57 @@ class Budget:
     frontier_n: int
     frontier_m: list[int]
     qbars: list[float]
-    peer_m: list[int]
+    #: Inducing-set sizes of GPyTorch's SGPR and of BoTorch's SVGP (frontier
+    #: and bo-data); an empty list leaves that peer out.
+    sgpr_m: list[int]
+    svgp_m: list[int]
     growth_n: list[int]
     growth_exact_max_n: int
     bo_n: int
+    #: Points per batch of the BO run that makes the bo-data experiment's data.
+    bo_batch: int
     num_test: int
+    #: Seconds after which the fit of a peer (SGPR, SVGP) is stopped.
+    peer_cap_seconds: float
+    #: torch threads for the run (restored after it); None keeps torch's
+    #: default of one per core.
+    threads: int | None = None
 
 
 BUDGETS = {
+    # Under 3 minutes on 2 cores that other jobs share (``make demo``): one
+    # thread; SGPR capped at 5 s; no SVGP (75 s alone at n = 1000 and m = 64, 20
+    # minutes on a shared machine with a thread per core); no growth experiment
+    # (ridge leverage at n = 5000 alone took over 80 s on a shared core); the BO
+    # data in batches of 100.
     "small": Budget(
-        frontier_n=1000,
-        frontier_m=[64, 128, 256],
-        qbars=[0.5, 1.0, 2.0],
-        peer_m=[64],
-        growth_n=[1000, 5000],
-        growth_exact_max_n=2000,
+        frontier_n=800,
+        frontier_m=[64, 256],
+        qbars=[1.0, 2.0],
+        sgpr_m=[64],
+        svgp_m=[],
+        growth_n=[],
+        growth_exact_max_n=0,
         bo_n=400,
+        bo_batch=100,
         num_test=1000,
+        peer_cap_seconds=5.0,
+        threads=1,
     ),
     "large": Budget(
         frontier_n=2000,
         frontier_m=[64, 128, 256, 384, 512],
         qbars=[0.5, 1.0, 2.0, 4.0],
         # SGPR at m = 512, n = 2000 ran for over 20 minutes without finishing.
-        peer_m=[128, 256],
+        sgpr_m=[128, 256],
+        svgp_m=[128, 256],
         growth_n=[1000, 5000, 10_000, 100_000],
         growth_exact_max_n=5000,
         bo_n=2000,
+        bo_batch=50,
         num_test=2000,
+        # The slowest peer fit of docs/inference-large.md took 103 s.
+        peer_cap_seconds=300.0,
     ),
 }
 
@@ -141,9 +175,7 @@ def bo_data(n: int, noise_sd: float, seed: int, q: int = 50) -> tuple[Tensor, Te
     return X, Y
 
 
-def _cases(
-    budget: Budget, n: int, frontier: bool
-) -> list[tuple[str, int | None, Callable]]:
+def _cases(budget: Budget, frontier: bool) -> list[tuple[str, int | None, Callable]]:
     seed = torch.Generator().manual_seed(0)
     cases: list[tuple[str, int | None, Callable]] = []
     for qbar in budget.qbars if frontier else [2.0]:
@@ -157,9 +189,12 @@ def _cases(
             uniform = UniformSelector(m, generator=seed)
             cases.append(("NystromGP uniform", m, _nystrom(uniform)))
     if frontier:
-        for m in budget.peer_m:
-            cases.append(("SGPR (GPyTorch, fast paths)", m, _peer(fit_sgpr, m)))
-            cases.append(("SingleTaskVariationalGP", m, _peer(fit_variational_gp, m)))
+        cap = budget.peer_cap_seconds
+        for m in budget.sgpr_m:
+            cases.append(("SGPR (GPyTorch, fast paths)", m, _peer(fit_sgpr, m, cap)))
+        for m in budget.svgp_m:
+            svgp = _peer(fit_variational_gp, m, cap)
+            cases.append(("SingleTaskVariationalGP", m, svgp))
     return cases
 
 
@@ -167,27 +202,154 @@ def _nystrom(rule: Callable) -> Callable:
     return lambda X, Y: fit_nystrom(X, Y, rule)
 
 
-def _peer(fit: Callable, m: int) -> Callable:
-    return lambda X, Y: fit(X, Y, m)
+def _peer(fit: Callable, m: int, cap: float) -> Callable:
+    return lambda X, Y: fit(X, Y, m, cap_seconds=cap)
 
 
-def _run(
-    experiment: str,
-    method: str,
-    m: int | None,
-    build: Callable[[Tensor, Tensor], Model],
-    data: tuple[Tensor, Tensor, Tensor, Tensor],
-) -> tuple[Row, Model]:
-    X, Y, X_test, Y_test = data
+def expected_seconds(method: str, n: int, m: int | None, budget: Budget) -> float:
+    r"""A rough cost of one step in seconds on one core, for the time-left estimate.
+
+    Only the proportions matter: the estimate rescales them by the time the
+    steps so far took against their expected seconds.
+    """
+    if method == EXACT:
+        return 1.0 + 3.0 * (n / 1000) ** 3
+    if method == "bo-data":  # one NystromGP fit and one joint sample per batch
+        batches = max(1, -(-(n - 100) // budget.bo_batch))
+        return batches * (
+            1.5 + expected_seconds("NystromGP", (n + 100) // 2, 256, budget)
+        )
+    if method.startswith(("SGPR", "SingleTaskVariationalGP")):
+        guess = 0.5 + 10.0 * (n / 1000) * (m / 128) ** 2
+        return min(guess, budget.peer_cap_seconds + 1.0)
+    if m is None:  # ridge leverage: m follows d_eff, at most 512
+        m = 256
+    return 0.5 + 3.0 * (n / 1000) * (m / 256) ** 2
+
+
+@dataclass
+class _Step:
+    experiment: str
+    method: str
+    n: int
+    m: int | None
+    build: Callable[[Tensor, Tensor], Model]
+    #: The experiment's data, read when the step runs (bo-data is made by a step).
+    data: Callable[[], tuple[Tensor, Tensor, Tensor, Tensor]]
+    #: Record ``d_eff`` of this (exact) fit under this name.
+    d_eff_key: str | None = None
+
+
+class Progress:
+    r"""Time elapsed and an estimate of the time left, printed after each step."""
+
+    def __init__(self, expected: list[float]) -> None:
+        r"""Start the clock for steps of ``expected`` seconds each."""
+        self.expected = expected
+        self.done = 0
+        self.start = time.perf_counter()
+
+    def step_done(self) -> str:
+        r"""Mark one more step done; return "[E s elapsed, about L s left]"."""
+        self.done += 1
+        elapsed = time.perf_counter() - self.start
+        return (
+            f"[{elapsed:4.0f} s elapsed, about {self.seconds_left(elapsed):.0f} s left]"
+        )
+
+    def seconds_left(self, elapsed: float) -> float:
+        r"""The expected seconds of the steps left, scaled by the speed so far."""
+        done, left = sum(self.expected[: self.done]), sum(self.expected[self.done :])
+        return left * (elapsed / done if done > 0 else 1.0)
+
+
+def _steps(budget: Budget, bo: dict[str, tuple]) -> list[_Step]:
+    steps: list[_Step] = []
+    # 1. frontier
+    X, Y = hartmann_data(budget.frontier_n, 0.3, seed=0)
+    frontier = (X, Y, *hartmann_data(budget.num_test, 0.3, seed=1))
+    steps.append(
+        _Step(
+            "frontier",
+            EXACT,
+            X.shape[0],
+            None,
+            fit_single_task_gp,
+            lambda: frontier,
+            d_eff_key="frontier",
+        )
+    )
+    for method, m, build in _cases(budget, frontier=True):
+        steps.append(_Step("frontier", method, X.shape[0], m, build, lambda: frontier))
+    # 2. growth
+    test = hartmann_data(budget.num_test, 0.3, seed=1)
+    for n in budget.growth_n:
+        growth = (*hartmann_data(n, 0.3, seed=2), *test)
+        if n <= budget.growth_exact_max_n:
+            steps.append(
+                _Step(
+                    "growth",
+                    EXACT,
+                    n,
+                    None,
+                    fit_single_task_gp,
+                    lambda d=growth: d,
+                    d_eff_key=f"growth n={n}",
+                )
+            )
+        for method, m, build in _cases(budget, frontier=False):
+            steps.append(_Step("growth", method, n, m, build, lambda d=growth: d))
+    # 3. data from a BO run, made by the first step of the experiment
+    n = budget.bo_n
+    steps.append(_Step("bo-data", "bo-data", n + n // 3, None, None, None))
+    steps.append(
+        _Step(
+            "bo-data",
+            EXACT,
+            n,
+            None,
+            fit_single_task_gp,
+            lambda: bo["data"],
+            d_eff_key="bo-data",
+        )
+    )
+    for method, m, build in _cases(budget, frontier=True):
+        steps.append(_Step("bo-data", method, n, m, build, lambda: bo["data"]))
+    return steps
+
+
+def _make_bo_data(budget: Budget) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    n = budget.bo_n + budget.bo_n // 3
+    X_all, Y_all = bo_data(n, 0.05, seed=3, q=budget.bo_batch)
+    order = torch.randperm(X_all.shape[0], generator=torch.Generator().manual_seed(4))
+    train, test_idx = order[: budget.bo_n], order[budget.bo_n :]
+    return X_all[train], Y_all[train], X_all[test_idx], Y_all[test_idx]
+
+
+def _run(step: _Step, progress: Progress) -> tuple[Row, Model]:
+    X, Y, X_test, Y_test = step.data()
     with stopwatch() as elapsed:
-        model = build(X, Y)
+        model = step.build(X, Y)
         accuracy = held_out_accuracy(model, X_test, Y_test)
+    m = step.m
     if m is None and hasattr(model, "inducing_index"):
         m = int(model.inducing_index.numel())
-    row = Row(experiment, method, X.shape[0], m, elapsed(), accuracy.nll, accuracy.rmse)
+    capped = bool(getattr(model, "stopped_at_cap", False))
+    row = Row(
+        step.experiment,
+        step.method,
+        X.shape[0],
+        m,
+        elapsed(),
+        accuracy.nll,
+        accuracy.rmse,
+        capped,
+    )
+    note = "  stopped at the cap" if capped else ""
     tqdm.write(
-        f"{experiment:9s} {method:38s} n={row.n:<7d} m={m if m else '-'!s:<5s} "
-        f"{row.seconds:8.2f}s  NLL {row.nll:.3f}"
+        f"{step.experiment:9s} {step.method:38s} n={row.n:<7d} "
+        f"m={m if m else '-'!s:<5s} {row.seconds:8.2f}s  NLL {row.nll:.3f}  "
+        f"{progress.step_done()}{note}"
     )
     return row, model
 
@@ -195,8 +357,11 @@ def _run(
 def run(budget_name: str = "small") -> tuple[list[Row], dict[str, float]]:
     r"""Run the three experiments.
 
+    torch's thread count is set to the budget's ``threads`` for the run and
+    restored after it.
+
     Args:
-        budget_name: ``"small"`` (a few minutes on 2 cores) or ``"large"``.
+        budget_name: ``"small"`` (under 3 minutes on 2 cores) or ``"large"``.
 
     Returns:
         The rows, and ``d_eff`` of the exact fit per experiment.
@@ -204,41 +369,40 @@ def run(budget_name: str = "small") -> tuple[list[Row], dict[str, float]]:
     budget = BUDGETS[budget_name]
     rows: list[Row] = []
     d_eff: dict[str, float] = {}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        # 1. frontier
-        X, Y = hartmann_data(budget.frontier_n, 0.3, seed=0)
-        data = (X, Y, *hartmann_data(budget.num_test, 0.3, seed=1))
-        row, exact = _run("frontier", EXACT, None, fit_single_task_gp, data)
-        rows.append(row)
-        d_eff["frontier"] = effective_dimension(exact, X)
-        cases = _cases(budget, budget.frontier_n, frontier=True)
-        for method, m, build in tqdm(cases, desc="frontier"):
-            rows.append(_run("frontier", method, m, build, data)[0])
-        # 2. growth
-        test = hartmann_data(budget.num_test, 0.3, seed=1)
-        for n in tqdm(budget.growth_n, desc="growth"):
-            X, Y = hartmann_data(n, 0.3, seed=2)
-            data = (X, Y, *test)
-            if n <= budget.growth_exact_max_n:
-                row, exact = _run("growth", EXACT, None, fit_single_task_gp, data)
+    bo: dict[str, tuple] = {}
+    steps = _steps(budget, bo)
+    threads = torch.get_num_threads()
+    if budget.threads is not None:
+        torch.set_num_threads(budget.threads)
+    expected = [expected_seconds(s.method, s.n, s.m, budget) for s in steps]
+    expected[0] += 5.0  # the first fit of a process also pays its warm-up
+    progress = Progress(expected)
+    print(
+        f"inference benchmark, {budget_name} budget: {len(steps)} steps, torch "
+        f"threads {torch.get_num_threads()}, peers capped at "
+        f"{budget.peer_cap_seconds:g} s; about {sum(expected):.0f} s of one free "
+        "core (the time left printed after each step follows the actual speed)",
+        flush=True,
+    )
+    try:  # from here on, the thread count is restored however the run ends
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            # The bar shows no ETA of its own: the lines above it carry the estimate.
+            bar = "{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} steps"
+            for step in tqdm(steps, desc="inference", bar_format=bar + " [{elapsed}]"):
+                if step.method == "bo-data":
+                    bo["data"] = _make_bo_data(budget)
+                    tqdm.write(
+                        f"bo-data   {step.n} points collected by BO "
+                        f"{' ' * 30}{progress.step_done()}"
+                    )
+                    continue
+                row, model = _run(step, progress)
                 rows.append(row)
-                d_eff[f"growth n={n}"] = effective_dimension(exact, X)
-            for method, m, build in _cases(budget, n, frontier=False):
-                rows.append(_run("growth", method, m, build, data)[0])
-        # 3. data from a BO run
-        X_all, Y_all = bo_data(budget.bo_n + budget.bo_n // 3, 0.05, seed=3)
-        order = torch.randperm(
-            X_all.shape[0], generator=torch.Generator().manual_seed(4)
-        )
-        train, test_idx = order[: budget.bo_n], order[budget.bo_n :]
-        data = (X_all[train], Y_all[train], X_all[test_idx], Y_all[test_idx])
-        row, exact = _run("bo-data", EXACT, None, fit_single_task_gp, data)
-        rows.append(row)
-        d_eff["bo-data"] = effective_dimension(exact, data[0])
-        cases = _cases(budget, budget.bo_n, frontier=True)
-        for method, m, build in tqdm(cases, desc="bo-data"):
-            rows.append(_run("bo-data", method, m, build, data)[0])
+                if step.d_eff_key is not None:
+                    d_eff[step.d_eff_key] = effective_dimension(model, step.data()[0])
+    finally:
+        torch.set_num_threads(threads)
     return rows, d_eff
 
 
@@ -260,6 +424,12 @@ def render(rows: list[Row], d_eff: dict[str, float], machine: str) -> str:
         + ", ".join(f"{k}: {v:.0f}" for k, v in d_eff.items()),
         "",
     ]
+    if any(r.capped for r in rows):
+        lines += [
+            "A peer marked 'stopped at the cap' had its hyperparameter fit stopped "
+            "at the budget's time cap and keeps the values it had reached.",
+            "",
+        ]
     for experiment in ("frontier", "growth", "bo-data"):
         part = [r for r in rows if r.experiment == experiment]
         if not part:
@@ -275,8 +445,9 @@ def render(rows: list[Row], d_eff: dict[str, float], machine: str) -> str:
             ratio = f"{exact.seconds / r.seconds:.1f}x" if exact else "-"
             dnll = f"{r.nll - exact.nll:+.3f}" if exact else "-"
             m = "-" if r.m is None else str(r.m)
+            method = f"{r.method}, stopped at the cap" if r.capped else r.method
             lines.append(
-                f"| {r.method} | {r.n} | {m} | {ratio} | {dnll} | {r.nll:.3f} | "
+                f"| {method} | {r.n} | {m} | {ratio} | {dnll} | {r.nll:.3f} | "
                 f"{r.rmse:.3f} | {r.seconds:.2f} |"
             )
         lines.append("")
@@ -284,7 +455,8 @@ def render(rows: list[Row], d_eff: dict[str, float], machine: str) -> str:
     by_method: dict[str, list[Row]] = {}
     for r in growth:
         by_method.setdefault(r.method, []).append(r)
-    lines += ["Growth in n at fixed rule (time ratio between consecutive n):", ""]
+    if by_method:
+        lines += ["Growth in n at fixed rule (time ratio between consecutive n):", ""]
     for method, part in by_method.items():
         steps = [
             f"n {a.n}->{b.n}: {b.seconds / a.seconds:.1f}x time for "
@@ -328,4 +500,15 @@ def plot(rows: list[Row], path: str) -> None:
     fig.savefig(path, dpi=110)
 
 
-__all__ = ["BUDGETS", "Row", "bo_data", "hartmann_data", "plot", "render", "run"]
+__all__ = [
+    "BUDGETS",
+    "Budget",
+    "Progress",
+    "Row",
+    "bo_data",
+    "expected_seconds",
+    "hartmann_data",
+    "plot",
+    "render",
+    "run",
+]

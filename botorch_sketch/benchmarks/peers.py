@@ -12,9 +12,19 @@ Every builder returns a fitted model; the caller times it. Peers:
   defaults select; inducing inputs start at BoTorch's greedy variance allocation
   and are learned.
 - ``NystromGP`` with a given inducing rule.
+
+The two peers with learned inducing inputs can be given a time cap
+(``cap_seconds``): their hyperparameter fit then stops at the cap, as BoTorch's
+``timeout_sec`` stops it, and the model keeps the values reached so far. One
+deadline covers every attempt ``fit_gpytorch_mll`` makes. The returned model's
+``stopped_at_cap`` says whether the cap was hit.
 """
 
 from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
 
 import gpytorch
 import torch
@@ -25,6 +35,7 @@ from botorch.models.utils.gpytorch_modules import (
     get_gaussian_likelihood_with_lognormal_prior,
 )
 from botorch.models.utils.inducing_point_allocators import GreedyVarianceReduction
+from botorch.optim.fit import fit_gpytorch_mll_scipy, fit_gpytorch_mll_torch
 from botorch.posteriors import Posterior
 from gpytorch.kernels import InducingPointKernel
 from gpytorch.mlls import ExactMarginalLogLikelihood, VariationalELBO
@@ -48,11 +59,54 @@ def fit_nystrom(X: Tensor, Y: Tensor, rule: InducingSelector) -> NystromGP:
     return model
 
 
-def fit_variational_gp(X: Tensor, Y: Tensor, m: int) -> SingleTaskVariationalGP:
-    r"""BoTorch's SVGP with ``m`` learned inducing points."""
+class CappedOptimizer:
+    r"""A ``fit_gpytorch_mll`` optimizer whose attempts share one deadline.
+
+    Each call passes the time left to ``timeout_sec`` (BoTorch's own timeout, which
+    keeps the parameters reached), so the whole fit, retries included, takes
+    about ``cap_seconds`` at most; ``stopped_at_cap`` records whether it did.
+    """
+
+    def __init__(self, optimizer: Callable[..., Any], cap_seconds: float) -> None:
+        r"""Wrap ``optimizer`` (``fit_gpytorch_mll_scipy`` or ``_torch``)."""
+        self.optimizer = optimizer
+        self.cap_seconds = cap_seconds
+        self.deadline = time.monotonic() + cap_seconds
+        self.stopped_at_cap = False
+
+    def __call__(self, mll: Any, **kwargs: Any) -> Any:
+        r"""One fit attempt, stopped at the deadline."""
+        left = self.deadline - time.monotonic()
+        result = self.optimizer(mll, timeout_sec=max(left, 1e-3), **kwargs)
+        message = str(getattr(result, "message", "") or "")
+        if "timed out" in message or "timeout" in message or left <= 0:
+            self.stopped_at_cap = True
+        return result
+
+
+def _fit(mll: Any, optimizer: Callable[..., Any], cap_seconds: float | None) -> bool:
+    r"""``fit_gpytorch_mll`` with ``optimizer``, capped; whether it hit the cap."""
+    if cap_seconds is None:
+        fit_gpytorch_mll(mll, optimizer=optimizer)
+        return False
+    capped = CappedOptimizer(optimizer, cap_seconds)
+    fit_gpytorch_mll(mll, optimizer=capped)
+    return capped.stopped_at_cap
+
+
+def fit_variational_gp(
+    X: Tensor, Y: Tensor, m: int, cap_seconds: float | None = None
+) -> SingleTaskVariationalGP:
+    r"""BoTorch's SVGP with ``m`` learned inducing points.
+
+    Fitted on the variational ELBO with the optimizer ``fit_gpytorch_mll`` picks
+    by default (L-BFGS-B up to 1024 points, Adam above), stopped after
+    ``cap_seconds`` if given.
+    """
     model = SingleTaskVariationalGP(X, Y, inducing_points=m)
     mll = VariationalELBO(model.likelihood, model.model, num_data=X.shape[0])
-    fit_gpytorch_mll(mll)
+    optimizer = fit_gpytorch_mll_scipy if X.shape[0] <= 1024 else fit_gpytorch_mll_torch
+    model.stopped_at_cap = _fit(mll, optimizer, cap_seconds)
     return model
 
 
@@ -68,8 +122,10 @@ class SGPRModel(SingleTaskGP):
             return super().posterior(*args, **kwargs)
 
 
-def fit_sgpr(X: Tensor, Y: Tensor, m: int) -> SGPRModel:
-    r"""SGPR (Titsias) with ``m`` learned inducing inputs."""
+def fit_sgpr(
+    X: Tensor, Y: Tensor, m: int, cap_seconds: float | None = None
+) -> SGPRModel:
+    r"""SGPR (Titsias) with ``m`` learned inducing inputs, capped at ``cap_seconds``."""
     likelihood = get_gaussian_likelihood_with_lognormal_prior()
     base = get_covar_module_with_dim_scaled_prior(ard_num_dims=X.shape[-1]).to(X)
     with torch.no_grad():
@@ -78,6 +134,7 @@ def fit_sgpr(X: Tensor, Y: Tensor, m: int) -> SGPRModel:
         )
     kernel = InducingPointKernel(base, inducing_points=Z, likelihood=likelihood)
     model = SGPRModel(X, Y, covar_module=kernel, likelihood=likelihood)
+    mll = ExactMarginalLogLikelihood(model.likelihood, model)
     with gpytorch.settings.fast_computations(log_prob=True, solves=True):
-        fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))
+        model.stopped_at_cap = _fit(mll, fit_gpytorch_mll_scipy, cap_seconds)
     return model

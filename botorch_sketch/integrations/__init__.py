@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 r"""Integrations with other libraries, each an optional extra.
 
-:mod:`botorch_sketch.integrations.ax` (``pip install botorch-sketch[ax]``) builds
-Ax generation strategies that use this package's models. Importing this package
-imports none of them.
+:mod:`botorch_sketch.integrations.ax` (the ``ax`` extra: ``pip install -e ".[ax]"``
+in a clone) builds Ax generation strategies that use this package's models.
+Importing this package imports none of them.
 """

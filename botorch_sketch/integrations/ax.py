@@ -42,7 +42,8 @@ try:
     )
 except ImportError as e:  # pragma: no cover - exercised in a subprocess
     raise ImportError(
-        "botorch_sketch.integrations.ax needs Ax: pip install botorch-sketch[ax]"
+        "botorch_sketch.integrations.ax needs Ax, the 'ax' extra: in a clone of "
+        'this repository, pip install -e ".[ax]"'
     ) from e
 
 from botorch_sketch.acquisition import (

@@ -109,7 +109,7 @@ def test_importing_the_package_does_not_import_ax_and_error_names_the_extra():
         [sys.executable, "-c", code], capture_output=True, text=True, env=env
     )
     assert out.returncode == 0, out.stderr
-    assert "pip install botorch-sketch[ax]" in out.stdout
+    assert 'pip install -e ".[ax]"' in out.stdout
 
 
 @pytest.mark.slow

@@ -48,6 +48,28 @@ def test_tutorials_are_found():
         assert path.stem == path.parent.name, f"{path} should be <name>/<name>.ipynb"
 
 
+#: Largest committed notebook, outputs included (bytes).
+MAX_NOTEBOOK_BYTES = 500_000
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.parent.name for p in NOTEBOOKS])
+def test_tutorials_are_committed_with_small_outputs(path: Path):
+    # A reader on a code host sees the committed outputs: every code cell ran,
+    # the figures are PNG, and the file stays small.
+    assert path.stat().st_size < MAX_NOTEBOOK_BYTES, f"{path} is too large"
+    nb = nbformat.read(path, as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code" and c.source.strip()]
+    assert all(c.execution_count is not None for c in code), f"{path} not executed"
+    images = [
+        kind
+        for c in code
+        for out in c.outputs
+        for kind in out.get("data", {})
+        if kind.startswith("image/")
+    ]
+    assert images and set(images) == {"image/png"}, f"{path}: figures {images}"
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.parent.name for p in NOTEBOOKS])
 def test_tutorial_runs(path: Path, kernel_dirs, monkeypatch):
