@@ -140,6 +140,12 @@ class NystromGP(GPyTorchModel, GP, FantasizeMixin):
     #: at n = 10^6 this turns minutes into seconds, as hyperparameters and a
     #: well-spread inducing set are determined by a few thousand points.
     fit_subset_size: int | None = None
+    #: With ``fit_subset_size`` None and an inferred noise level, fit on a random
+    #: subset of this many points when there are more (None: never). Measured on
+    #: loop-like Hartmann-6 data at n = 2000 (benchmarks ``iteration``): 7x faster
+    #: than the exact GP's fit where fitting on all points was 1.7x slower than
+    #: it, for 0.04 nats of held-out NLL.
+    automatic_fit_subset_size: int | None = 1000
     #: Behave like the exact GP when the rule's inducing set holds at least this
     #: fraction of the distinct fitting inputs (None: never). At ``m = n / 2`` a
     #: Titsias evaluation already costs more than the exact likelihood's
@@ -457,11 +463,20 @@ class NystromGP(GPyTorchModel, GP, FantasizeMixin):
             and self._inducing_fraction >= self.exact_fraction
         )
 
+    def _fit_subset_limit(self) -> int | None:
+        # ``fit_subset_size`` if set; else the automatic size, which fixed noise
+        # (whose subset would need its own noise) does not take.
+        if self.fit_subset_size is not None:
+            return self.fit_subset_size
+        if self.train_Yvar is None:
+            return self.automatic_fit_subset_size
+        return None
+
     def _subset_rows(self) -> Tensor:
         # The fixed random subset of ``fit_subset_size`` rows (all rows if unset).
         n = self.train_X.shape[0]
-        size = self.fit_subset_size
-        check_fit_subset_size(size)  # also set as an attribute, after __init__
+        check_fit_subset_size(self.fit_subset_size)  # also set after __init__
+        size = self._fit_subset_limit()
         if size is None or n <= size:
             return torch.arange(n, device=self.train_X.device)
         g = torch.Generator().manual_seed(0)
@@ -588,7 +603,7 @@ class NystromGP(GPyTorchModel, GP, FantasizeMixin):
         """
         if self._extra_statistics is not None:
             raise UnsupportedError("A fantasy model cannot be refitted.")
-        size = self.fit_subset_size
+        size = self._fit_subset_limit()
         if size is not None and self.train_X.shape[0] > size:
             subset = self._fitting_subset(size)
             _ = subset.custom_fit(

@@ -100,3 +100,36 @@ def test_conditioning_an_exact_model_leaves_the_exact_regime(tkwargs):
     # Its loss is the DTC one on all 43 points (the new ones are not inducing).
     conditioned.train()
     assert torch.isfinite(conditioned.compute_custom_loss())
+
+
+def test_automatic_fit_subset_equals_an_explicit_one(tkwargs):
+    X, Y = _data(120, **tkwargs)
+    auto = NystromGP(X, Y)
+    auto.automatic_fit_subset_size = 50
+    explicit = NystromGP(X, Y, fit_subset_size=50)
+    explicit.automatic_fit_subset_size = None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ExactRegimeWarning)
+        _fit(auto)
+        _fit(explicit)
+    torch.testing.assert_close(
+        auto.covar_module.lengthscale, explicit.covar_module.lengthscale
+    )
+    torch.testing.assert_close(auto.likelihood.noise, explicit.likelihood.noise)
+    # Off: the fit sees every point, and the hyperparameters differ.
+    full = NystromGP(X, Y)
+    full.automatic_fit_subset_size = None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ExactRegimeWarning)
+        _fit(full)
+    assert not torch.allclose(full.likelihood.noise, auto.likelihood.noise)
+
+
+def test_fixed_noise_does_not_take_the_automatic_subset(tkwargs):
+    X, Y = _data(80, **tkwargs)
+    model = NystromGP(X, Y, train_Yvar=torch.full_like(Y, 0.01))
+    model.automatic_fit_subset_size = 20
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ExactRegimeWarning)
+        _fit(model)  # an explicit fit_subset_size would raise here
+    assert torch.isfinite(model.posterior(X[:3]).mean).all()
