@@ -625,17 +625,29 @@ class NystromGP(GPyTorchModel, GP, FantasizeMixin):
         for i in range(rounds):
             if i > 0:
                 self.select_inducing_points()
-            # ``_fit_fallback`` is what ``fit_gpytorch_mll`` runs for models without
-            # ``custom_fit``; botorch is pinned, and this keeps its retry policy.
-            mll = _fit_fallback(
-                mll=mll,
-                closure=closure,
-                closure_kwargs=closure_kwargs,
-                optimizer_kwargs=optimizer_kwargs,
-                **kwargs,
+            mll = self._fit_round(
+                mll, closure, closure_kwargs, optimizer_kwargs, **kwargs
             )
         self._cache = None
         return mll
+
+    @staticmethod
+    def _fit_round(
+        mll: MarginalLogLikelihood,
+        closure: Callable | None,
+        closure_kwargs: dict[str, Any] | None,
+        optimizer_kwargs: dict[str, Any] | None,
+        **kwargs: Any,
+    ) -> MarginalLogLikelihood:
+        # ``_fit_fallback`` is what ``fit_gpytorch_mll`` runs for models without
+        # ``custom_fit``; botorch is pinned, and this keeps its retry policy.
+        return _fit_fallback(
+            mll=mll,
+            closure=closure,
+            closure_kwargs=closure_kwargs,
+            optimizer_kwargs=optimizer_kwargs,
+            **kwargs,
+        )
 
     def _fit_exact(
         self,
@@ -650,13 +662,7 @@ class NystromGP(GPyTorchModel, GP, FantasizeMixin):
         # once at them. No second round: the hyperparameters are already those
         # of the model the sketch approximates.
         self._use_every_input()
-        mll = _fit_fallback(
-            mll=mll,
-            closure=closure,
-            closure_kwargs=closure_kwargs,
-            optimizer_kwargs=optimizer_kwargs,
-            **kwargs,
-        )
+        mll = self._fit_round(mll, closure, closure_kwargs, optimizer_kwargs, **kwargs)
         self.select_inducing_points()
         if self._covers_most():
             self._use_every_input()
