@@ -109,10 +109,22 @@ class FiniteArmPolicy(_PolicyBase, ABC):
         # The checks run on Python lists (one transfer each): a bandit's
         # feedback is a few numbers, and tensor reductions with a sync each
         # cost more than the update they guard.
-        indices = torch.as_tensor(indices, device=self.arms.device).reshape(-1)
-        rewards = torch.as_tensor(
-            rewards, dtype=self.arms.dtype, device=self.arms.device
-        ).reshape(-1)
+        arms = self.arms
+        if not (
+            # The loop's case, a 1-d index tensor from ``select`` and 1-d rewards
+            # on the arms' device and dtype, skips the conversions.
+            isinstance(indices, Tensor)
+            and isinstance(rewards, Tensor)
+            and indices.ndim == 1
+            and rewards.ndim == 1
+            and rewards.dtype == arms.dtype
+            and indices.device == arms.device
+            and rewards.device == arms.device
+        ):
+            indices = torch.as_tensor(indices, device=arms.device).reshape(-1)
+            rewards = torch.as_tensor(
+                rewards, dtype=arms.dtype, device=arms.device
+            ).reshape(-1)
         if indices.shape != rewards.shape:
             raise InputDataError(
                 f"Got {indices.numel()} arm indices but {rewards.numel()} rewards."
