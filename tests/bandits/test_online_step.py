@@ -118,3 +118,61 @@ def test_update_one_equals_the_general_update_and_leaves_copies_apart(tkwargs):
     assert (
         float(frozen_stats.num_data) == 11 and float(frozen.statistics.num_data) == 11
     )
+
+
+def test_sgd_linucb_single_pull_path_takes_the_steps_of_the_public_api():
+    # The fast path against the solver's and tracker's public steps, by hand:
+    # the same arms and bit-identical iterates under one seed.
+    from botorch_sketch.bandits.linear_environments import sphere_arms_environment
+    from botorch_sketch.bandits.linucb import SGDLinUCB
+
+    env = sphere_arms_environment(
+        10, 30, 0.3, generator=torch.Generator().manual_seed(0)
+    )
+    arms = env.arms
+    fast = SGDLinUCB(30, width=0.5, generator=torch.Generator().manual_seed(1))
+    ref = SGDLinUCB(30, width=0.5, generator=torch.Generator().manual_seed(1))
+    noise = 0.3 * torch.randn(300, generator=torch.Generator().manual_seed(2))
+    for t in range(300):
+        i, j = int(fast.select(arms)), int(ref.select(arms))
+        assert i == j
+        r = (env.means[i] + noise[t]).reshape(1).to(arms)
+        fast.update(arms[i : i + 1], r)
+        k = ref.solver.observe(arms[i], r[0])
+        ref.tracker.step(ref.solver.sample(k)[0], ref.solver.n, ref.solver.step_scale)
+        assert torch.equal(fast.theta, ref.theta)
+        assert torch.equal(fast.tracker.phi, ref.tracker.phi)
+
+
+def test_sgd_linucb_single_pull_path_rejects_non_finite_feedback():
+    from botorch.exceptions.errors import InputDataError
+
+    from botorch_sketch.bandits.linucb import SGDLinUCB
+
+    policy = SGDLinUCB(3, generator=torch.Generator().manual_seed(0))
+    x = torch.tensor([[0.1, float("nan"), 0.2]], dtype=torch.double)
+    with pytest.raises(InputDataError, match="NaN or infinite"):
+        policy.update(x, torch.ones(1, dtype=torch.double))
+    with pytest.raises(InputDataError, match="NaN or infinite"):
+        policy.update(x.nan_to_num(), torch.full((1,), float("inf")))
+    # Huge but finite features overflow x^T x and are still accepted.
+    policy.update(torch.full((1, 3), 1e200, dtype=torch.double), torch.ones(1))
+    assert policy.solver.n == 1
+
+
+def test_width_tracker_copies_are_left_apart_by_in_place_steps():
+    import copy
+
+    from botorch_sketch.sketching.sgd import HarmonicStep, WidthTracker
+
+    g = torch.Generator().manual_seed(0)
+    tracker = WidthTracker(
+        torch.rand(4, 5, generator=g, dtype=torch.double), step=HarmonicStep(10.0)
+    )
+    before = tracker.phi.clone()
+    other = copy.copy(tracker)
+    other.step(torch.rand(5, generator=g, dtype=torch.double), 1)
+    assert torch.equal(tracker.phi, before)
+    assert not torch.equal(other.phi, before)
+    tracker.step(torch.rand(5, generator=g, dtype=torch.double), 1)
+    assert not torch.equal(tracker.phi, before)
