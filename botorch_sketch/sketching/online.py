@@ -420,6 +420,8 @@ class OnlineDTC:
         C[m, m] = 1 / schur
         self._base = C
         self.weights = torch.cat([self.weights - u * delta, delta.reshape(1)])
+        # Every tensor ``update_one_`` writes was made here.
+        self._owned = True
         return Border(u=u, schur=schur, delta=delta)
 
     def extend_with_data(
