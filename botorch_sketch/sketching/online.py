@@ -105,6 +105,8 @@ class OnlineDTC:
                 num_data=st.num_data + num,
             )
             self._pending = None
+        # The reader may keep them: the next in-place update writes to copies.
+        self._owned = False
         return self._statistics
 
     @statistics.setter
@@ -226,7 +228,7 @@ class OnlineDTC:
 
     def _own(self) -> None:
         # Private copies of what :meth:`update_one_` writes in place.
-        st = self.statistics
+        st = self._statistics
         self._statistics = DTCStatistics(
             gram=st.gram.clone(),
             moment=st.moment.clone(),
@@ -249,7 +251,9 @@ class OnlineDTC:
         route (a Cholesky, triangular solves, new statistics) is many times
         the arithmetic: ``C <- C - P P^T / s`` and ``w <- w + P (r - z^T w) /
         s`` with ``P = C z``, ``s = z^T P + noise``, and the statistics
-        gain ``z z^T / noise`` and ``z r / noise`` in place.
+        gain ``z z^T / noise`` and ``z r / noise`` in place. The weights and
+        ``C`` are written in place too (cloned first when they may be shared:
+        after :meth:`copy`, a factorisation, or a read of :attr:`statistics`).
 
         Args:
             z: A ``m'`` tensor, the embedded input.

@@ -176,3 +176,17 @@ def test_width_tracker_copies_are_left_apart_by_in_place_steps():
     assert not torch.equal(other.phi, before)
     tracker.step(torch.rand(5, generator=g, dtype=torch.double), 1)
     assert not torch.equal(tracker.phi, before)
+
+
+def test_statistics_read_before_an_in_place_update_keep_their_values():
+    g = torch.Generator().manual_seed(3)
+    online = OnlineDTC.prior(4, like=torch.empty(0, dtype=torch.double))
+    Z = torch.rand(6, 4, generator=g, dtype=torch.double)
+    for i in range(3):
+        online.update_one_(Z[i], 0.1, 1.0, 0.5)
+    seen = online.statistics
+    gram = seen.gram.clone()
+    for i in range(3, 6):
+        online.update_one_(Z[i], 0.1, 1.0, 0.5)
+    assert torch.equal(seen.gram, gram) and float(seen.num_data) == 3
+    assert float(online.statistics.num_data) == 6
