@@ -267,7 +267,7 @@ class DTCUCB(FiniteArmPolicy):
         indices, rewards, index_list, reward_list = self._checked_feedback(
             indices, rewards
         )
-        if len(index_list) == 1:
+        if len(index_list) == 1 and self._has_single_pull_path():
             # One pull: a rank-one update in place, with no q x q algebra. The
             # tracked tensors never require grad, and the steps that evaluate
             # the kernel (``_insert``, ``_rebuild``) turn grad off themselves,
@@ -294,12 +294,22 @@ class DTCUCB(FiniteArmPolicy):
         # refactorisation; subclasses change the dictionary here instead.
         self._rank_update(indices, rewards)
 
+    @classmethod
+    def _has_single_pull_path(cls) -> bool:
+        # A subclass that changes ``_absorb`` but not ``_absorb_one`` keeps the
+        # general route, so its rule is never bypassed.
+        return cls._absorb is DTCUCB._absorb or cls._absorb_one is not (
+            DTCUCB._absorb_one
+        )
+
     def _grow_one(self, indices: Tensor, index: int) -> None:
         # ``_grow`` for one pull (``indices`` holds ``index``); subclasses with a
         # cheaper single-pull rule override this.
         self._grow(indices, self.scaled_variance)
 
-    def _absorb_one(self, indices: Tensor, rewards: Tensor, index: int, reward: float):
+    def _absorb_one(
+        self, indices: Tensor, rewards: Tensor, index: int, reward: float
+    ) -> None:
         # ``_absorb`` for one pull.
         self._rank_update_one(index, reward)
 

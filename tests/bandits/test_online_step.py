@@ -190,3 +190,19 @@ def test_statistics_read_before_an_in_place_update_keep_their_values():
         online.update_one_(Z[i], 0.1, 1.0, 0.5)
     assert torch.equal(seen.gram, gram) and float(seen.num_data) == 3
     assert float(online.statistics.num_data) == 6
+
+
+def test_a_subclass_absorb_rule_is_not_bypassed_by_the_single_pull_path():
+    calls = []
+
+    class Counting(DTCUCB):
+        def _absorb(self, indices, rewards, previous):
+            calls.append(int(indices[0]))
+            super()._absorb(indices, rewards, previous)
+
+    arms, kernel, env = _problem(num_arms=50)
+    policy = Counting(arms, kernel, env.noise_std**2, dictionary=5)
+    for _ in range(3):
+        i = policy.select()
+        policy.update(i, env.pull(i))
+    assert len(calls) == 3
