@@ -136,6 +136,19 @@ class BKB(DTCUCB):
             if not bool(self._in_dictionary[idx]):
                 self._insert(idx)
 
+    def _grow_one(self, indices: Tensor, index: int) -> None:
+        if self.resample == "every_step":
+            self._draw_every_step(indices, self.scaled_variance)
+            return
+        # ``_grow`` for one pull, the coin in Python: the same draw and the
+        # same comparison, without a tensor op per scalar.
+        previous = float(self.candidates.variance[index]) / self.noise_var
+        p = min(self.qbar * previous, 1.0)
+        if self._uniform_one(self.arms.dtype) < p and not bool(
+            self._in_dictionary[index]
+        ):
+            self._insert(index)
+
     def _draw_every_step(self, indices: Tensor, previous: Tensor) -> None:
         # Algorithm 1's draw over every pulled arm, this pull included, at the
         # variances sigma_{t-1} from before it. A draw that only adds atoms
@@ -165,6 +178,18 @@ class BKB(DTCUCB):
             return
         self._rank_update(indices, rewards)
         if self.dictionary_size > self.growth_factor * max(self._size_at_draw, 1):
+            self._redraw(self.scaled_variance)
+
+    def _absorb_one(
+        self, indices: Tensor, rewards: Tensor, index: int, reward: float
+    ) -> None:
+        if self.resample == "every_step" and self._pending is not None:
+            self._absorb(indices, rewards, self.scaled_variance)
+            return
+        self._rank_update_one(index, reward)
+        if self.resample == "every_step":
+            self.num_resamples += 1
+        elif self.dictionary_size > self.growth_factor * max(self._size_at_draw, 1):
             self._redraw(self.scaled_variance)
 
     def _redraw(self, scaled_variance: Tensor) -> None:

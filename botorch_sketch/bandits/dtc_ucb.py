@@ -149,6 +149,8 @@ class DTCUCB(FiniteArmPolicy):
         A = self.num_arms
         self.counts = arms.new_zeros(A)
         self.reward_sums = arms.new_zeros(A)
+        self._score_buffer = arms.new_empty(A)
+        self._one = arms.new_ones(1)
         self.num_observations = 0
         self._since_refactor = 0
         with torch.no_grad():
@@ -185,7 +187,12 @@ class DTCUCB(FiniteArmPolicy):
         r"""The current ``beta_t``."""
         if not isinstance(self.beta, str):
             return float(self.beta)
-        variance_sum = float((self.counts * self.scaled_variance).sum())
+        return self._width_from(self.scaled_variance)
+
+    def _width_from(self, scaled_variance: Tensor) -> float:
+        # ``sum_s sigma_tilde_t^2(x_s)`` over the pulls is one dot product with
+        # the pull counts.
+        variance_sum = float(torch.dot(self.counts, scaled_variance))
         return bkb_width(
             variance_sum,
             self.num_observations,
@@ -211,11 +218,16 @@ class DTCUCB(FiniteArmPolicy):
         beta = self.width() if beta is None else beta
         return self.mean + beta * (var / self.noise_var).sqrt()
 
-    @torch.no_grad()
     def select(self, q: int = 1) -> Tensor:
         r"""Choose ``q`` arms greedily, hallucinating the earlier ones' pulls."""
         if q < 1:
             raise InputDataError(f"q must be at least 1, got {q}.")
+        if q == 1 and self.num_observations > 0:
+            # No tensor here requires grad: no ``no_grad`` context to enter.
+            return self._select_one()
+        if torch.is_grad_enabled():
+            with torch.no_grad():
+                return self.select(q)
         chosen = []
         variance = self.candidates.variance
         columns: list[Tensor] = []
@@ -239,10 +251,37 @@ class DTCUCB(FiniteArmPolicy):
             variance = (variance - col.pow(2)).clamp_min(0)
         return torch.stack(chosen)
 
-    @torch.no_grad()
+    def _select_one(self) -> Tensor:
+        # select(1) with the scores in a preallocated buffer: the loop's hot
+        # path, a handful of O(A) kernels (same arithmetic as ``scores``).
+        buffer = self._score_buffer
+        torch.div(self.candidates.variance, self.noise_var, out=buffer)
+        beta = (
+            self._width_from(buffer) if isinstance(self.beta, str) else float(self.beta)
+        )
+        buffer.sqrt_().mul_(beta).add_(self.candidates.mean)
+        return torch.argmax(buffer, dim=0, keepdim=True)
+
     def update(self, indices: Tensor, rewards: Tensor) -> None:
         r"""Record the pulls and update the posterior of every arm."""
-        indices, rewards = self._check_feedback(indices, rewards)
+        indices, rewards, index_list, reward_list = self._checked_feedback(
+            indices, rewards
+        )
+        if len(index_list) == 1 and self._has_single_pull_path():
+            # One pull: a rank-one update in place, with no q x q algebra. The
+            # tracked tensors never require grad, and the steps that evaluate
+            # the kernel (``_insert``, ``_rebuild``) turn grad off themselves,
+            # so no ``no_grad`` context is entered per step.
+            i, r = index_list[0], reward_list[0]
+            self._grow_one(indices, i)
+            self.counts.index_add_(0, indices, self._one)
+            self.reward_sums.index_add_(0, indices, rewards)
+            self.num_observations += 1
+            self._absorb_one(indices, rewards, i, r)
+            return
+        if torch.is_grad_enabled():
+            with torch.no_grad():
+                return self.update(indices, rewards)
         previous = self.scaled_variance
         self._grow(indices, previous)
         self.counts.index_add_(0, indices, torch.ones_like(rewards))
@@ -255,6 +294,25 @@ class DTCUCB(FiniteArmPolicy):
         # refactorisation; subclasses change the dictionary here instead.
         self._rank_update(indices, rewards)
 
+    @classmethod
+    def _has_single_pull_path(cls) -> bool:
+        # A subclass that changes ``_absorb`` but not ``_absorb_one`` keeps the
+        # general route, so its rule is never bypassed.
+        return cls._absorb is DTCUCB._absorb or cls._absorb_one is not (
+            DTCUCB._absorb_one
+        )
+
+    def _grow_one(self, indices: Tensor, index: int) -> None:
+        # ``_grow`` for one pull (``indices`` holds ``index``); subclasses with a
+        # cheaper single-pull rule override this.
+        self._grow(indices, self.scaled_variance)
+
+    def _absorb_one(
+        self, indices: Tensor, rewards: Tensor, index: int, reward: float
+    ) -> None:
+        # ``_absorb`` for one pull.
+        self._rank_update_one(index, reward)
+
     def _rank_update(self, indices: Tensor, rewards: Tensor) -> None:
         cands = self.candidates
         update = self.posterior.update(
@@ -264,10 +322,21 @@ class DTCUCB(FiniteArmPolicy):
             torch.full_like(rewards, self.noise_var),
         )
         cands.apply(update)
-        self._since_refactor += indices.numel()
+        self._count_towards_refactor(indices.numel())
+
+    def _rank_update_one(self, index: int, reward: float) -> None:
+        cands = self.candidates
+        P, s, coefficient = self.posterior.update_one_(
+            cands.Z[index], float(cands.residual[index]), reward, self.noise_var
+        )
+        cands.apply_one(P, s, coefficient)
+        self._count_towards_refactor(1)
+
+    def _count_towards_refactor(self, pulls: int) -> None:
+        self._since_refactor += pulls
         if self._since_refactor >= self.refactor_every:
             self.posterior.refactorise()
-            cands.refresh(self.posterior)
+            self.candidates.refresh(self.posterior)
             self._since_refactor = 0
 
     def _grow(self, indices: Tensor, previous: Tensor) -> None:
@@ -275,6 +344,7 @@ class DTCUCB(FiniteArmPolicy):
         # pulled arms (exact GP-UCB, adaptive BKB) insert them here.
         pass
 
+    @torch.no_grad()
     def _insert(self, index: int) -> bool:
         r"""Add arm ``index`` to the dictionary, keeping the posterior current.
 
@@ -286,10 +356,15 @@ class DTCUCB(FiniteArmPolicy):
         Returns:
             False if the arm is already in the numerical span (nothing changes).
         """
-        embedding = self.embedding.extended(self.arms[index])
+        cands = self.candidates
+        # The arm's embedding and prior variance are tracked: no kernel call.
+        embedding = self.embedding.extended(
+            self.arms[index],
+            z_new=cands.Z[index],
+            k_new=self.prior_variance[index : index + 1],
+        )
         if embedding is None:
             return False
-        cands = self.candidates
         m = cands.dim
         c = cands.extend_embedding(embedding)
         # Each pulled arm enters as one observation of its mean reward with
@@ -310,6 +385,7 @@ class DTCUCB(FiniteArmPolicy):
         self._in_dictionary[index] = True
         return True
 
+    @torch.no_grad()
     def _rebuild(self, dictionary: Tensor) -> None:
         # Embed every arm in the new dictionary and refit from the pull counts:
         # arm i with n_i pulls enters as one observation of its mean reward with

@@ -46,6 +46,11 @@ class GPUCB(DTCUCB):
         super().__init__(arms, kernel, noise_var, dictionary=None, **kwargs)
         self._visited = torch.zeros(self.num_arms, dtype=torch.bool, device=arms.device)
 
+    def _grow_one(self, indices: Tensor, index: int) -> None:
+        if not bool(self._visited[index]):
+            self._visited[index] = True
+            self._insert(index)
+
     def _grow(self, indices: Tensor, previous: Tensor) -> None:
         for idx in indices.unique().tolist():  # at most q arms per step
             if not bool(self._visited[idx]):

@@ -269,6 +269,15 @@ class SGDLinUCB(ContextualPolicy):
         ``steps_per_update`` of each (one by default, as in the paper), each pair
         on the same resampled history sample.
         """
+        if (
+            self.steps_per_update == 1
+            and isinstance(features, Tensor)
+            and isinstance(rewards, Tensor)
+            and features.shape == (1, self.dim)
+            and rewards.numel() == 1
+        ):
+            self._update_one(features, rewards)
+            return
         rewards = _check_feedback(features, rewards, self.dim)
         features = features.to(self.solver.theta)
         for x, r in zip(features, rewards, strict=True):
@@ -280,3 +289,21 @@ class SGDLinUCB(ContextualPolicy):
                     self.tracker.step(
                         self.solver.sample(i)[0], self.solver.n, self.solver.step_scale
                     )
+
+    def _update_one(self, features: Tensor, rewards: Tensor) -> None:
+        # One observation, the loop's case: the same steps as ``update`` with
+        # the checks folded into numbers it needs anyway (a non-finite feature
+        # makes ``x^T x`` non-finite) and the sample read once for both steps.
+        solver = self.solver
+        x = features[0]
+        if x.dtype != solver.theta.dtype or x.device != solver.theta.device:
+            x = x.to(solver.theta)
+        reward = float(rewards)
+        sq_norm = float(torch.dot(x, x))
+        if not (math.isfinite(reward) and math.isfinite(sq_norm)) and not (
+            math.isfinite(reward) and bool(torch.isfinite(x).all())
+        ):
+            raise InputDataError("Feedback contains NaN or infinite values.")
+        i, x_i = solver._observe_checked(x, reward, sq_norm)
+        if self.tracker is not None:
+            self.tracker.step(x_i, solver.n, solver.step_scale)

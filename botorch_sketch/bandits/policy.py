@@ -17,6 +17,7 @@ reproducible from its seed without touching the global random state.
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 
 import torch
@@ -42,6 +43,14 @@ class _PolicyBase:
         device = self.generator.device if self.generator is not None else like.device
         u = torch.rand(n, generator=self.generator, dtype=like.dtype, device=device)
         return u.to(like.device)
+
+    def _uniform_one(self, dtype: torch.dtype = torch.double) -> float:
+        # One uniform as a float: the same draw from the generator as
+        # ``_uniform(1, like)`` for ``like`` of ``dtype``, without the move.
+        device = self.generator.device if self.generator is not None else "cpu"
+        return float(
+            torch.rand(1, generator=self.generator, dtype=dtype, device=device)
+        )
 
 
 class FiniteArmPolicy(_PolicyBase, ABC):
@@ -91,26 +100,50 @@ class FiniteArmPolicy(_PolicyBase, ABC):
     def _check_feedback(
         self, indices: Tensor, rewards: Tensor
     ) -> tuple[Tensor, Tensor]:
-        indices = torch.as_tensor(indices, device=self.arms.device).reshape(-1)
-        rewards = torch.as_tensor(
-            rewards, dtype=self.arms.dtype, device=self.arms.device
-        ).reshape(-1)
+        indices, rewards, _, _ = self._checked_feedback(indices, rewards)
+        return indices, rewards
+
+    def _checked_feedback(
+        self, indices: Tensor, rewards: Tensor
+    ) -> tuple[Tensor, Tensor, list[int], list[float]]:
+        # The checks run on Python lists (one transfer each): a bandit's
+        # feedback is a few numbers, and tensor reductions with a sync each
+        # cost more than the update they guard.
+        arms = self.arms
+        if not (
+            # The loop's case, a 1-d index tensor from ``select`` and 1-d rewards
+            # on the arms' device and dtype, skips the conversions.
+            isinstance(indices, Tensor)
+            and isinstance(rewards, Tensor)
+            and indices.ndim == 1
+            and rewards.ndim == 1
+            and rewards.dtype == arms.dtype
+            and indices.device == arms.device
+            and rewards.device == arms.device
+        ):
+            indices = torch.as_tensor(indices, device=arms.device).reshape(-1)
+            rewards = torch.as_tensor(
+                rewards, dtype=arms.dtype, device=arms.device
+            ).reshape(-1)
         if indices.shape != rewards.shape:
             raise InputDataError(
                 f"Got {indices.numel()} arm indices but {rewards.numel()} rewards."
             )
         if indices.dtype.is_floating_point or indices.dtype == torch.bool:
             raise InputDataError("Arm indices must be integers.")
-        if indices.numel() and (
-            int(indices.min()) < 0 or int(indices.max()) >= self.num_arms
-        ):
+        index_list, reward_list = indices.tolist(), rewards.tolist()
+        if index_list and (min(index_list) < 0 or max(index_list) >= self.num_arms):
             raise InputDataError(
                 f"Arm indices must lie in [0, {self.num_arms}), got "
-                f"[{int(indices.min())}, {int(indices.max())}]."
+                f"[{min(index_list)}, {max(index_list)}]."
             )
-        if not bool(torch.isfinite(rewards).all()):
+        if not all(map(math.isfinite, reward_list)):
             raise InputDataError("Rewards contain NaN or infinite values.")
-        return indices.long(), rewards
+        if rewards.requires_grad:
+            rewards = rewards.detach()
+        if indices.dtype != torch.long:
+            indices = indices.long()
+        return indices, rewards, index_list, reward_list
 
 
 class ContextualPolicy(_PolicyBase, ABC):

@@ -40,7 +40,11 @@ from botorch_sketch.bandits.dtc_ucb import DTCUCB
 from botorch_sketch.bandits.gp_ucb import GPUCB
 from botorch_sketch.bandits.loop import plot_experiments
 from botorch_sketch.bandits.random_policy import RandomPolicy
-from botorch_sketch.benchmarks.metrics import reference_row
+from botorch_sketch.benchmarks.metrics import (
+    dtc_step_flops,
+    machine_rates,
+    reference_row,
+)
 
 EXACT = "gp-ucb"
 
@@ -71,6 +75,9 @@ class Row:
     ms_early: float  #: mean ms per step over the first 10% of steps
     ms_late: float  #: mean ms per step over the last 10% of steps
     ms_mid: float  #: mean ms per step over steps 40% to 50%
+    #: The arithmetic of a steady single-pull step at the run's mean dictionary
+    #: size over the machine's measured matrix-vector rate (None: no model).
+    floor_ms: float | None = None
 
 
 ALL = ("bkb", "bkb-adaptive", EXACT, "dtc-uniform", "random")
@@ -139,6 +146,7 @@ def run(budget_name: str = "small") -> tuple[list[Row], dict[str, list[BanditTra
     """
     rows: list[Row] = []
     traces: dict[str, list[BanditTrace]] = {}
+    rates = machine_rates()
     for case in tqdm(BUDGETS[budget_name], desc="bandits"):
         arms, kernel, env = make_problem(case)
         lam = env.noise_std**2
@@ -150,6 +158,10 @@ def run(budget_name: str = "small") -> tuple[list[Row], dict[str, list[BanditTra
             trace = run_finite(policy, env, case.num_steps, name=method)
             if method == "bkb":
                 bkb_size = policy.dictionary_size  # DTC-uniform gets the same size
+            floor = None
+            if method != "random":
+                m = sum(trace.dictionary_size) / max(trace.num_steps, 1)
+                floor = rates.floor_ms(dtc_step_flops(case.num_arms, m))
             row = Row(
                 case=case,
                 method=method,
@@ -159,6 +171,7 @@ def run(budget_name: str = "small") -> tuple[list[Row], dict[str, list[BanditTra
                 ms_early=trace.mean_step_ms(0.0, 0.1),
                 ms_mid=trace.mean_step_ms(0.4, 0.5),
                 ms_late=trace.mean_step_ms(0.9, 1.0),
+                floor_ms=floor,
             )
             rows.append(row)
             case_traces.append(trace)
@@ -181,11 +194,17 @@ def render(rows: list[Row], machine: str) -> str:
         "seed in the same run: time ratio = its policy time / this policy's "
         "(higher is faster); regret ratio = this policy's cumulative regret / "
         "its (lower is better). ms/step: mean over the first 10%, steps 40-50% "
-        "and the last 10% of the run.",
+        "and the last 10% of the run. floor: the arithmetic of one steady "
+        "single-pull step (scores, rank-one update, every arm's mean and "
+        "variance: about 2 A m + 6 m^2 + 12 A flops at the run's mean dictionary "
+        "size m) over this machine's measured matrix-vector rate; x floor = the "
+        "mean ms per step over the whole run / floor (insertions and redraws "
+        "come on top of the floor by design).",
         "",
         "| experiment | A | T | lengthscale | noise | seed | method | time ratio | "
-        "regret ratio | seconds | regret | dictionary | ms/step early, mid, late |",
-        "|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---|",
+        "regret ratio | seconds | regret | dictionary | ms/step early, mid, late | "
+        "floor ms/step | x floor |",
+        "|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---|---:|---:|",
     ]
     for r in rows:
         exact = reference_row(rows, r.case, EXACT)
@@ -196,10 +215,17 @@ def render(rows: list[Row], machine: str) -> str:
             f"| {c.experiment} | {c.num_arms} | {c.num_steps} | {c.lengthscale} | "
             f"{c.noise_fraction} | {c.seed} | {r.method} | {ratio} | {regret} | "
             f"{r.seconds:.2f} | {r.regret:.1f} | {r.dictionary} | "
-            f"{r.ms_early:.2f}, {r.ms_mid:.2f}, {r.ms_late:.2f} |"
+            f"{r.ms_early:.2f}, {r.ms_mid:.2f}, {r.ms_late:.2f} | "
+            f"{_floor_columns(r.floor_ms, r.seconds / c.num_steps)} |"
         )
     lines += ["", f"Absolute seconds are from {machine}."]
     return "\n".join(lines)
+
+
+def _floor_columns(floor_ms: float | None, seconds_per_step: float) -> str:
+    if floor_ms is None or floor_ms <= 0:
+        return "- | -"
+    return f"{floor_ms:.4f} | {1e3 * seconds_per_step / floor_ms:.0f}x"
 
 
 def plot(traces: dict[str, list[BanditTrace]], stem: str) -> list[str]:

@@ -44,6 +44,7 @@ from botorch_sketch.bandits.linear_environments import sphere_arms_environment
 from botorch_sketch.bandits.linucb import LinUCB, SGDLinUCB
 from botorch_sketch.bandits.policy import ContextualPolicy
 from botorch_sketch.bandits.replay import digits_log, replay_side_by_side
+from botorch_sketch.benchmarks.metrics import machine_rates
 from botorch_sketch.sketching.sgd import InverseRidge, OffsetHarmonicStep, PowerRidge
 
 BASELINE = "LinUCB"
@@ -65,6 +66,9 @@ class Row:
     reward: float
     regret: float | None
     accepted: int | None = None
+    #: The arithmetic of one step over the machine's measured rates (synthetic
+    #: rows; None where the step's work depends on the log).
+    floor_ms: float | None = None
 
 
 @dataclass
@@ -102,6 +106,25 @@ def policies(dim: int, seed: int) -> dict[str, Callable[[], ContextualPolicy]]:
     }
 
 
+def step_floor_ms(policy: str, dim: int, num_arms: int = NUM_ARMS) -> float:
+    r"""The arithmetic of one round of ``policy`` over the measured rates (ms).
+
+    LinUCB: the ``C x d`` by ``d x d`` product of its widths (``2 C d^2``, at the
+    matrix-product rate) and the Sherman-Morrison update (``4 d^2``, at the
+    matrix-vector rate). fLinUCB-GD with ``s`` steps per observation: the scores
+    (``4 C d``), the norm (``2 d``) and per step the SGD step (``6 d``) and every
+    slot's width step (``7 C d``), all at the axpy rate.
+    """
+    rates = machine_rates()
+    C, d = num_arms, dim
+    if policy == BASELINE:
+        return rates.floor_ms(
+            matmul_flops=2 * C * d * d, matvec_flops=4 * d * d, axpy_flops=6 * C * d
+        )
+    steps = 16 if "16 steps" in policy else 1
+    return rates.floor_ms(axpy_flops=4 * C * d + 2 * d + steps * (6 * d + 7 * C * d))
+
+
 def synthetic(dim: int, steps: int, seed: int = 1) -> list[Row]:
     r"""The fixed-arm-set linear bandit, all policies in lockstep."""
     env = sphere_arms_environment(
@@ -136,6 +159,7 @@ def synthetic(dim: int, steps: int, seed: int = 1) -> list[Row]:
             seconds[name] / steps,
             reward[name],
             regret[name],
+            floor_ms=step_floor_ms(name, dim),
         )
         for name in built
     ]
@@ -237,20 +261,32 @@ def render(rows: list[Row], machine: str) -> str:
         "accepted events):",
         "",
         "| experiment | d | policy | steps/events | ms per step | reward / CTR | "
-        "regret | accepted |",
-        "|---|---:|---|---:|---:|---:|---:|---:|",
+        "regret | accepted | floor ms/step | x floor |",
+        "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for row in rows:
         regret = "-" if row.regret is None else f"{row.regret:.1f}"
         accepted = "-" if row.accepted is None else str(row.accepted)
+        floor = "- | -"
+        if row.floor_ms is not None:
+            gap = 1e3 * row.seconds_per_step / row.floor_ms
+            floor = f"{row.floor_ms:.4f} | {gap:.0f}x"
         reward = (
             f"{row.reward:.3f}" if row.experiment == "replay" else (f"{row.reward:.1f}")
         )
         lines.append(
             f"| {row.experiment} | {row.dim} | {row.policy} | {row.steps} | "
-            f"{1e3 * row.seconds_per_step:.3f} | {reward} | {regret} | {accepted} |"
+            f"{1e3 * row.seconds_per_step:.3f} | {reward} | {regret} | {accepted} | "
+            f"{floor} |"
         )
-    lines += ["", f"Absolute times are from {machine}."]
+    lines += [
+        "",
+        "floor: the arithmetic of one round over this machine's measured float64 "
+        "rates (matrix product, matrix-vector, axpy; see `step_floor_ms`); x floor "
+        "= ms per step / floor, the gap to the limit.",
+        "",
+        f"Absolute times are from {machine}.",
+    ]
     return "\n".join(lines)
 
 
@@ -284,4 +320,4 @@ def plot(rows: list[Row], path: str) -> None:
     fig.savefig(path, dpi=110)
 
 
-__all__ = ["BUDGETS", "Row", "plot", "render", "run"]
+__all__ = ["BUDGETS", "Row", "plot", "render", "run", "step_floor_ms"]

@@ -125,3 +125,77 @@ def in_fresh_process(target: Callable[..., None], *args: Any) -> Any:
     if proc.exitcode != 0:
         raise RuntimeError(f"{target.__name__}{args} failed ({proc.exitcode}).")
     return result
+
+
+@dataclass(frozen=True)
+class MachineRates:
+    r"""Measured float64 throughput of this process (flop/s), at its thread count.
+
+    The floor of an online loop's step is its arithmetic over these rates: what
+    the step would cost with no interpreter, dispatch or allocation in the way.
+    """
+
+    matvec: float  #: a ``2048 x 64`` matrix times a vector (cache-resident)
+    matmul: float  #: a ``192 x 192`` matrix product
+    axpy: float  #: ``y += a x`` on 16384 elements
+
+    def floor_ms(
+        self,
+        matvec_flops: float = 0.0,
+        matmul_flops: float = 0.0,
+        axpy_flops: float = 0.0,
+    ) -> float:
+        r"""Milliseconds for the given flops at the measured rates."""
+        return 1e3 * (
+            matvec_flops / self.matvec
+            + matmul_flops / self.matmul
+            + axpy_flops / self.axpy
+        )
+
+
+_RATES: dict[int, MachineRates] = {}
+
+
+def _best_rate(flops: float, run: Callable[[], Any], repeats: int) -> float:
+    # The fastest of ``repeats`` timings of a batch of runs: a rate the
+    # machine reaches, not one diluted by the other work on it.
+    run()
+    best = math.inf
+    for _ in range(repeats):
+        start = time.perf_counter()
+        for _ in range(10):
+            run()
+        best = min(best, (time.perf_counter() - start) / 10)
+    return flops / best
+
+
+def machine_rates() -> MachineRates:
+    r"""The :class:`MachineRates` of this process, measured once per thread count.
+
+    Takes a few tens of milliseconds.
+    """
+    threads = torch.get_num_threads()
+    if threads not in _RATES:
+        g = torch.Generator().manual_seed(0)
+        A = torch.rand(2048, 64, generator=g, dtype=torch.double)
+        v = torch.rand(64, generator=g, dtype=torch.double)
+        M = torch.rand(192, 192, generator=g, dtype=torch.double)
+        x = torch.rand(16384, generator=g, dtype=torch.double)
+        y = torch.zeros_like(x)
+        _RATES[threads] = MachineRates(
+            matvec=_best_rate(2 * 2048 * 64, lambda: torch.mv(A, v), 5),
+            matmul=_best_rate(2 * 192**3, lambda: M @ M, 3),
+            axpy=_best_rate(2 * 16384, lambda: y.add_(x, alpha=1e-9), 5),
+        )
+    return _RATES[threads]
+
+
+def dtc_step_flops(num_arms: int, dictionary: float) -> float:
+    r"""Flops of one steady single-pull step of a finite-arm DTC loop.
+
+    Scores (``~6 A``), the rank-one weight update and statistics (``~6 m^2``)
+    and every arm's mean and variance (``2 A m + ~6 A``): what BKB, GP-UCB and
+    DTC-UCB do per step between insertions and redraws, which come on top.
+    """
+    A, m = num_arms, dictionary
+    return 2 * A * m + 6 * m * m + 12 * A

@@ -218,9 +218,9 @@ class IncrementalNystrom:
         z = k_xS @ emb.root
         residual = (kdiag - z.pow(2).sum(-1)).clamp_min(0)
         t = self._append(x, z, y, kdiag)
-        self.posterior.update(
-            z, residual, y, torch.full_like(y, self.noise_var)
-        )  # Sherman-Morrison on the current dictionary
+        # Sherman-Morrison on the current dictionary, in place: the general
+        # rank-q route allocates several m x m matrices per round.
+        self.posterior.update_one_(z[0], float(residual), float(y), self.noise_var)
         inserted = False
         if self.rule == "all":
             inserted = self._insert(t)

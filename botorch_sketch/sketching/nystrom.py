@@ -182,7 +182,12 @@ class NystromEmbedding:
         k_new = kernel_matrix(self.kernel, X, self.inducing_points[-1:]).squeeze(-1)
         return Z_old @ self.border_coefficients + self.root[-1, -1] * k_new
 
-    def extended(self, x_new: Tensor) -> NystromEmbedding | None:
+    def extended(
+        self,
+        x_new: Tensor,
+        z_new: Tensor | None = None,
+        k_new: Tensor | None = None,
+    ) -> NystromEmbedding | None:
         r"""The embedding of the inducing set grown by one point (Schur bordering).
 
         The new coordinate is the normalised residual of ``k(x_new, .)`` after
@@ -191,14 +196,20 @@ class NystromEmbedding:
 
         Args:
             x_new: A ``1 x d`` (or ``d``) tensor, the point to add.
+            z_new: Its embedding ``z(x_new)`` (``m'`` or ``1 x m'``), if the
+                caller holds it (a bandit tracks every arm's); computed if None.
+            k_new: Its prior variance ``k(x_new, x_new)`` (one element), if
+                known; computed if None.
 
         Returns:
             The grown embedding, or None if ``x_new`` is (numerically) in the span of
             the current set, in which case adding it would change nothing.
         """
         x_new = x_new.reshape(1, -1)
-        z_new = self(x_new)  # 1 x m'
-        k_new = self.kernel(x_new, diag=True)  # 1
+        z_new = self(x_new) if z_new is None else z_new.reshape(1, -1)  # 1 x m'
+        if k_new is None:
+            k_new = kernel_diagonal(self.kernel, x_new)
+        k_new = k_new.reshape(1)
         schur = k_new - z_new.pow(2).sum(-1)
         scale = k_new.clamp_min(torch.finfo(x_new.dtype).tiny)
         if bool(schur <= self.relative_cutoff * max(1, self.num_inducing) * scale):

@@ -33,6 +33,7 @@ recursive updates at any time.
 from __future__ import annotations
 
 import copy
+import math
 from dataclasses import dataclass
 
 import torch
@@ -88,6 +89,34 @@ class OnlineDTC:
         self.statistics = statistics
         self.refactorise()
 
+    @property
+    def statistics(self) -> DTCStatistics:
+        r"""The statistics of the data seen so far."""
+        if self._pending is not None:
+            # Fold the scalar terms of :meth:`update_one_` in (one tensor op
+            # each, once per read rather than per observation).
+            st, (sq, log_noise, gap, num) = self._statistics, self._pending
+            self._statistics = DTCStatistics(
+                gram=st.gram,
+                moment=st.moment,
+                sq_residual=st.sq_residual + sq,
+                log_noise=st.log_noise + log_noise,
+                trace_gap=st.trace_gap + gap,
+                num_data=st.num_data + num,
+            )
+            self._pending = None
+        # The reader may keep them: the next in-place update writes to copies.
+        self._owned = False
+        return self._statistics
+
+    @statistics.setter
+    def statistics(self, value: DTCStatistics) -> None:
+        self._statistics = value
+        self._pending: list[float] | None = None
+        # The tensors may be shared (with a caller, a copy, a factorised
+        # posterior): in-place updates clone them first.
+        self._owned = False
+
     @classmethod
     def prior(cls, dim: int, like: Tensor) -> OnlineDTC:
         r"""The posterior given no data, ``N(0, I)``, in ``dim`` coordinates."""
@@ -119,8 +148,17 @@ class OnlineDTC:
         return self._base - self._downdate.mT @ self._downdate
 
     def copy(self) -> OnlineDTC:
-        r"""A copy that later updates leave apart (updates never work in place)."""
-        return copy.copy(self)
+        r"""A copy that later updates leave apart.
+
+        Shallow: both share their tensors until one of them updates.
+        :meth:`update` never works in place; :meth:`update_one_` does, and
+        clones what it writes first when the tensors may be shared.
+        """
+        other = copy.copy(self)
+        if self._pending is not None:
+            other._pending = list(self._pending)
+        self._owned = other._owned = False
+        return other
 
     def mean(self, Z: Tensor) -> Tensor:
         r"""Posterior mean minus the prior mean, ``Z w``, of ``... x n x m'`` inputs."""
@@ -186,6 +224,67 @@ class OnlineDTC:
         self._base = torch.cholesky_inverse(posterior._chol)
         self._downdate: Tensor | None = None
         self.weights = posterior.weights64
+        self._owned = False
+
+    def _own(self) -> None:
+        # Private copies of what :meth:`update_one_` writes in place.
+        st = self._statistics
+        self._statistics = DTCStatistics(
+            gram=st.gram.clone(),
+            moment=st.moment.clone(),
+            sq_residual=st.sq_residual,
+            log_noise=st.log_noise,
+            trace_gap=st.trace_gap,
+            num_data=st.num_data,
+        )
+        self._base = self._base.clone()
+        self.weights = self.weights.clone()
+        self._owned = True
+
+    def update_one_(
+        self, z: Tensor, residual_var: float, r: float, noise: float
+    ) -> tuple[Tensor, float, float]:
+        r"""Absorb one observation in place, ``O(m^2)`` in a handful of kernels.
+
+        The rank-one case of :meth:`update` (same posterior up to rounding) for
+        online loops, where the per-call overhead of the general ``q x q``
+        route (a Cholesky, triangular solves, new statistics) is many times
+        the arithmetic: ``C <- C - P P^T / s`` and ``w <- w + P (r - z^T w) /
+        s`` with ``P = C z``, ``s = z^T P + noise``, and the statistics
+        gain ``z z^T / noise`` and ``z r / noise`` in place. The weights and
+        ``C`` are written in place too (cloned first when they may be shared:
+        after :meth:`copy`, a factorisation, or a read of :attr:`statistics`).
+
+        Args:
+            z: A ``m'`` tensor, the embedded input.
+            residual_var: ``k(x, x) - ||z||^2`` (for the statistics).
+            r: The residual ``y - mu_0(x)``.
+            noise: The noise variance.
+
+        Returns:
+            ``P`` (``m'``, ``C z`` before the update), ``s`` and the coefficient
+            ``(r - z^T w) / s``, for :meth:`TrackedCandidates.apply_one`.
+        """
+        if self._downdate is not None:
+            raise UnsupportedError("A batched (fantasy) posterior has no update_one_.")
+        if not self._owned:
+            self._own()
+        zd = z if z.dtype == self._base.dtype else z.to(self._base)
+        P = torch.mv(self._base, zd)
+        s = float(torch.dot(zd, P)) + noise
+        coefficient = (r - float(torch.dot(zd, self.weights))) / s
+        self.weights.add_(P, alpha=coefficient)
+        self._base.addr_(P, P, alpha=-1.0 / s)
+        st = self._statistics
+        st.gram.addr_(z, z, alpha=1.0 / noise)
+        st.moment.add_(z, alpha=r / noise)
+        pending = self._pending or [0.0, 0.0, 0.0, 0]
+        pending[0] += r * r / noise
+        pending[1] += math.log(noise)
+        pending[2] += residual_var / noise
+        pending[3] += 1
+        self._pending = pending
+        return P, s, coefficient
 
     def update(
         self,
@@ -325,6 +424,8 @@ class OnlineDTC:
         C[m, m] = 1 / schur
         self._base = C
         self.weights = torch.cat([self.weights - u * delta, delta.reshape(1)])
+        # Every tensor ``update_one_`` writes was made here.
+        self._owned = True
         return Border(u=u, schur=schur, delta=delta)
 
     def extend_with_data(
@@ -400,6 +501,7 @@ class TrackedCandidates:
         self.chunk_size = chunk_size
         A, m = X.shape[0], embedding.dim
         self._Z = X.new_empty(A, max(m, 1))
+        self._Z_view: Tensor | None = None
         self.dim = m
         self.residual = X.new_empty(A)
         for rows in row_chunks(A, chunk_size):
@@ -456,7 +558,10 @@ class TrackedCandidates:
     @property
     def Z(self) -> Tensor:
         r"""The ``A x m'`` embedding of the candidates."""
-        return self._Z[:, : self.dim]
+        # Cached: a slice is a new view (a few microseconds) on every read.
+        if self._Z_view is None or self._Z_view.shape[1] != self.dim:
+            self._Z_view = self._Z[:, : self.dim]
+        return self._Z_view
 
     def refresh(self, posterior: OnlineDTC) -> None:
         r"""Recompute means and variances from the posterior (``O(A m^2)``)."""
@@ -476,6 +581,18 @@ class TrackedCandidates:
         z = self.Z[index].reshape(-1)
         k = kernel_matrix(self.kernel, self.X, self.X[index].reshape(1, -1))
         return k.squeeze(-1) + self.Z @ (posterior.weight_covariance @ z - z)
+
+    def apply_one(self, P: Tensor, s: float, coefficient: float) -> None:
+        r"""Follow :meth:`OnlineDTC.update_one_` in ``O(A m)``, in place.
+
+        With ``c = Z_A P``: ``var <- var - c^2 / s`` and ``mean <- mean + c
+        coefficient`` (the rank-one case of :meth:`apply`). The :attr:`mean` and
+        :attr:`variance` tensors are updated in place.
+        """
+        Z = self.Z
+        c = torch.mv(Z, P if P.dtype == Z.dtype else P.to(Z))
+        self.variance.addcmul_(c, c, value=-1.0 / s).clamp_min_(0)
+        self.mean.add_(c, alpha=coefficient)
 
     def apply(self, update: RankUpdate) -> None:
         r"""Follow a rank-``q`` update of the posterior in ``O(A m q)``."""
@@ -503,6 +620,7 @@ class TrackedCandidates:
             grown = self._Z.new_empty(self._Z.shape[0], 2 * self._Z.shape[1])
             grown[:, :m] = self.Z
             self._Z = grown
+            self._Z_view = None
         for rows in row_chunks(self.X.shape[0], self.chunk_size):
             self._Z[rows, m] = embedding.new_coordinate(self.X[rows], self._Z[rows, :m])
         self.dim = m + 1

@@ -294,17 +294,25 @@ class SGDLeastSquares:
                 )
             if not bool(torch.isfinite(x).all() and torch.isfinite(y).all()):
                 raise InputDataError("Observation contains NaN or infinite values.")
+        return self._observe_checked(x, y.reshape(()), float(x @ x))[0]
+
+    def _observe_checked(
+        self, x: Tensor, y: float | Tensor, sq_norm: float
+    ) -> tuple[int, Tensor]:
+        # ``observe`` for a checked ``d`` tensor in the solver's dtype and
+        # device, with its squared norm known; returns the step's index and
+        # sample (so that a width tracker steps on it without reading it again).
         own = self.n - self._n_base
         if own == self._X.shape[0]:
             # Amortised O(d) appends: double the buffer when it is full.
             self._X = torch.cat([self._X, torch.empty_like(self._X)])
             self._y = torch.cat([self._y, torch.empty_like(self._y)])
         self._X[own] = x
-        self._y[own] = y.reshape(())
+        self._y[own] = y
         self.n += 1
         # Before the step: it may be taken on this very sample.
-        self.step_scale = min(self.step_scale, 1.0 / max(float(x @ x), 1.0))
-        return self.sgd_step()
+        self.step_scale = min(self.step_scale, 1.0 / max(sq_norm, 1.0))
+        return self._step()
 
     def observe_batch(self, X: Tensor, Y: Tensor) -> None:
         r"""Observe rows in order (each step depends on the previous one).
@@ -324,6 +332,9 @@ class SGDLeastSquares:
         """
         if self.n == 0:
             return -1
+        return self._step()[0]
+
+    def _step(self) -> tuple[int, Tensor]:
         i = self.draw_index()
         x_i, y_i = self.sample(i)
         gamma = self.step(self.n) * self.step_scale
@@ -340,7 +351,7 @@ class SGDLeastSquares:
             # included), not an exponential one at rate 1 / n.
             self.num_steps += 1
             self.average = self.average + (self.theta - self.average) / self.num_steps
-        return i
+        return i, x_i
 
     def isotropic_scale(self) -> float:
         r"""``trace(A_n) / d + n lambda_n``: an isotropic ``A_n + n lambda_n I``.
@@ -444,6 +455,15 @@ class WidthTracker:
         self.phi = vectors / initial_scale
         #: ``1 / max(1, largest squared norm of the x_i stepped on)``.
         self.step_scale = 1.0
+        # ``step`` updates ``phi`` in place (two ``K x d`` allocations fewer per
+        # step); a copy shares it until either steps, which then clones it.
+        self._owns_phi = True
+
+    def __copy__(self) -> WidthTracker:
+        other = WidthTracker.__new__(WidthTracker)
+        other.__dict__.update(self.__dict__)
+        self._owns_phi = other._owns_phi = False
+        return other
 
     def retarget(self, vectors: Tensor) -> None:
         r"""Track new vectors of the same ``K x d`` shape.
@@ -472,13 +492,14 @@ class WidthTracker:
             step_scale = self.step_scale
         gamma = self.step_size(n) * step_scale
         shrink = 1.0 - gamma * (self.ridge(n) if self.ridge is not None else 0.0)
-        # phi <- shrink phi + (gamma / n) x - gamma (phi^T x_i) x_i^T: three kernels.
+        # phi <- shrink phi + (gamma / n) x - gamma (phi^T x_i) x_i^T: three
+        # kernels, in place.
+        if not self._owns_phi:
+            self.phi = self.phi.clone()
+            self._owns_phi = True
         projection = self.phi @ x_i
-        self.phi = torch.addr(
-            self.phi.mul(shrink).add_(self.vectors, alpha=gamma / n),
-            projection,
-            x_i,
-            alpha=-gamma,
+        self.phi.mul_(shrink).add_(self.vectors, alpha=gamma / n).addr_(
+            projection, x_i, alpha=-gamma
         )
 
     def inverse_products(self) -> Tensor:

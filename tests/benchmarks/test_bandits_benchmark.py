@@ -21,3 +21,6 @@ def test_bandit_benchmark_runs_and_reports_ratios(monkeypatch, tmp_path):
     dtc = next(r for r in rows if r.method == "dtc-uniform")
     bkb = next(r for r in rows if r.method == "bkb")
     assert dtc.dictionary == bkb.dictionary
+    # Every model-based row has a floor, and the table shows the gap to it.
+    assert all((r.floor_ms is None) == (r.method == "random") for r in rows)
+    assert "floor ms/step | x floor" in text
