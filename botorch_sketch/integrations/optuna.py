@@ -23,6 +23,7 @@ Example:
 
 from __future__ import annotations
 
+import inspect
 import json
 import logging
 import warnings
@@ -53,14 +54,14 @@ from gpytorch.mlls import ExactMarginalLogLikelihood
 from torch import Tensor
 
 try:
+    # Optuna's own one-hot / log / step encoding, as its BoTorchSampler uses it.
+    from optuna._transform import _SearchSpaceTransform
     from optuna.distributions import BaseDistribution
     from optuna.samplers import BaseSampler, RandomSampler
     from optuna.search_space import IntersectionSearchSpace
     from optuna.study import Study, StudyDirection
     from optuna.trial import FrozenTrial, TrialState
 
-    # Optuna's own one-hot / log / step encoding, as its BoTorchSampler uses it.
-    from optuna._transform import _SearchSpaceTransform
 except ImportError as e:  # pragma: no cover - exercised in a subprocess
     raise ImportError(
         "botorch_sketch.integrations.optuna needs Optuna: "
@@ -123,31 +124,6 @@ class SketchSampler(BaseSampler):
 
     Hyperparameters are fitted with ``fit_gpytorch_mll`` in float64, starting
     from the previous trial's fitted values while the search space is unchanged.
-
-    Args:
-        model: The model class, called as ``model(train_X, train_Y,
-            **model_options)`` and fitted with ``fit_gpytorch_mll``
-            (``NystromGP``, ``GradientSubsetGP``, ``SingleTaskGP``, ...), or a
-            factory ``(train_X, train_Y) -> fitted Model`` (no warm start then).
-            ``train_X`` is ``n x D`` in the unit cube; ``train_Y`` is ``n x 1``,
-            to be maximised, in original units (the model standardises it).
-        model_options: Keyword arguments for the model class, e.g.
-            ``{"subset_size": 100}`` for ``GradientSubsetGP``.
-        seed: Seed for the independent sampler and for the acquisition's
-            quasi-random draws and restarts; a seeded sequential study repeats.
-        independent_sampler: Sampler for the startup trials and for parameters
-            outside the relative search space; ``RandomSampler(seed)`` if None.
-        n_startup_trials: Number of completed trials before the model is used.
-        num_restarts: Restarts of the acquisition optimiser.
-        raw_samples: Quasi-random points from which the restarts are chosen.
-        mc_samples: Quasi-Monte Carlo samples of the acquisition.
-        max_baseline: Keep at most this many observed points as qLogNEI's
-            baseline (those with the best posterior means; the acquisition then
-            prunes them further). Its pruning samples the posterior jointly at
-            every baseline point, which costs ``O(n^3)`` over ``n`` trials.
-        warm_start: Start each fit from the previous fit's hyperparameters.
-        warn_independent_sampling: Log a warning when a parameter is sampled by
-            the independent sampler after the startup trials.
     """
 
     def __init__(
@@ -165,12 +141,48 @@ class SketchSampler(BaseSampler):
         warm_start: bool = True,
         warn_independent_sampling: bool = True,
     ) -> None:
+        r"""Check the options and build the sampler.
+
+        Args:
+            model: The model class, called as ``model(train_X, train_Y,
+                **model_options)`` and fitted with ``fit_gpytorch_mll``
+                (``NystromGP``, ``GradientSubsetGP``, ``SingleTaskGP``, ...), or a
+                factory ``(train_X, train_Y) -> fitted Model`` (no warm start then).
+                ``train_X`` is ``n x D`` in the unit cube; ``train_Y`` is ``n x 1``,
+                to be maximised, in original units (the model standardises it).
+            model_options: Keyword arguments for the model class, e.g.
+                ``{"subset_size": 100}`` for ``GradientSubsetGP``.
+            seed: Seed for the independent sampler and for the acquisition's
+                quasi-random draws and restarts; a seeded sequential study repeats.
+            independent_sampler: Sampler for the startup trials and for parameters
+                outside the relative search space; ``RandomSampler(seed)`` if None.
+            n_startup_trials: Number of completed trials before the model is used
+                (at least one is always needed).
+            num_restarts: Restarts of the acquisition optimiser.
+            raw_samples: Quasi-random points from which the restarts are chosen.
+            mc_samples: Quasi-Monte Carlo samples of the acquisition.
+            max_baseline: Keep at most this many observed points as qLogNEI's
+                baseline (those with the best posterior means; the acquisition then
+                prunes them further). Its pruning samples the posterior jointly at
+                every baseline point, which costs ``O(n^3)`` over ``n`` trials.
+            warm_start: Start each fit from the previous fit's hyperparameters.
+            warn_independent_sampling: Log a warning when a parameter is sampled by
+                the independent sampler after the startup trials.
+        """
         if isinstance(model, type):
             if not issubclass(model, Model):
                 raise ValueError(
                     f"model must be a BoTorch Model class or a factory "
                     f"(train_X, train_Y) -> fitted Model; got the class {model!r}."
                 )
+            try:
+                # Fail now, not at the first model-based trial, on a misspelling.
+                inspect.signature(model).bind(None, None, **(model_options or {}))
+            except TypeError as e:
+                raise ValueError(
+                    f"model_options {sorted(model_options or {})} do not fit "
+                    f"{model.__name__}: {e}."
+                ) from e
         elif not callable(model):
             raise ValueError(
                 "model must be a BoTorch Model class or a factory "
