@@ -292,8 +292,7 @@ class SketchSampler(BaseSampler):
             self._warm_space = dict(search_space)
             self._warm_states = {}
         seed = int(self._rng.randint(_MAX_SEED))
-        # CPU whatever torch's default device is, as GPSampler does.
-        with torch.device("cpu"), manual_seed(seed):
+        with manual_seed(seed):
             candidate = _suggest(
                 train_X=train_X,
                 train_obj=torch.as_tensor(train_obj, **_TKWARGS),

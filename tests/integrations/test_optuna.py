@@ -286,6 +286,7 @@ def test_rdb_storage_shared_by_two_processes(tmp_path):
     assert sum(seen) > 0, outputs
 
 
+@pytest.mark.slow
 def test_multi_objective():
     def objective(trial):
         x = trial.suggest_float("x", 0.0, 1.0)
@@ -305,6 +306,7 @@ def test_multi_objective():
     assert len(study.best_trials) >= 2
 
 
+@pytest.mark.slow
 def test_constraints_set_on_the_trial():
     def objective(trial):
         value = quadratic(trial)
