@@ -26,6 +26,8 @@ from __future__ import annotations
 import inspect
 import json
 import logging
+import math
+import threading
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -68,6 +70,7 @@ except ImportError as e:  # pragma: no cover - exercised in a subprocess
         "pip install botorch-sketch[optuna]"
     ) from e
 
+from botorch_sketch.bo import IncrementalGP
 from botorch_sketch.models import NystromGP
 from botorch_sketch.models.nystrom_gp import ExactRegimeWarning
 
@@ -123,7 +126,10 @@ class SketchSampler(BaseSampler):
     observed (feasible) Pareto front.
 
     Hyperparameters are fitted with ``fit_gpytorch_mll`` in float64, starting
-    from the previous trial's fitted values while the search space is unchanged.
+    from the previous trial's fitted values while the search space is unchanged;
+    ``NystromGP`` is carried from trial to trial by
+    :class:`~botorch_sketch.bo.IncrementalGP` (previous inducing set, one fitting
+    round, or only a Woodbury update between refits with ``refit_every > 1``).
     """
 
     def __init__(
@@ -139,6 +145,7 @@ class SketchSampler(BaseSampler):
         mc_samples: int = 128,
         max_baseline: int = 128,
         warm_start: bool = True,
+        refit_every: int = 1,
         warn_independent_sampling: bool = True,
     ) -> None:
         r"""Check the options and build the sampler.
@@ -165,7 +172,16 @@ class SketchSampler(BaseSampler):
                 baseline (those with the best posterior means; the acquisition then
                 prunes them further). Its pruning samples the posterior jointly at
                 every baseline point, which costs ``O(n^3)`` over ``n`` trials.
-            warm_start: Start each fit from the previous fit's hyperparameters.
+            warm_start: Start each fit from the previous fit's hyperparameters
+                (for ``NystromGP`` through
+                :class:`~botorch_sketch.bo.IncrementalGP`, which also reuses the
+                previous inducing set and fits one round).
+            refit_every: For ``NystromGP`` with ``warm_start``: refit the
+                hyperparameters every this many trials, and in between absorb
+                the new trials by ``condition_on_observations`` (a Woodbury
+                step; see :class:`~botorch_sketch.bo.IncrementalGP`, which also
+                refits when the inducing set has doubled or the data stop
+                agreeing with the hyperparameters). 1 refits every trial.
             warn_independent_sampling: Log a warning when a parameter is sampled by
                 the independent sampler after the startup trials.
         """
@@ -198,6 +214,7 @@ class SketchSampler(BaseSampler):
         _check_int("raw_samples", raw_samples, 1)
         _check_int("mc_samples", mc_samples, 1)
         _check_int("max_baseline", max_baseline, 1)
+        _check_int("refit_every", refit_every, 1)
         if raw_samples < num_restarts:
             raise ValueError(
                 f"raw_samples ({raw_samples}) must be at least num_restarts "
@@ -221,10 +238,26 @@ class SketchSampler(BaseSampler):
         self._mc_samples = mc_samples
         self._max_baseline = max_baseline
         self._warm_start = warm_start
+        self._refit_every = refit_every
         self._warn_independent_sampling = warn_independent_sampling
-        # Fitted hyperparameters by output name, valid for this search space only.
+        # Fitted hyperparameters (or carried NystromGPs) by output name, valid for
+        # this search space only; the lock keeps n_jobs threads from updating
+        # one output's state at once.
         self._warm_space: dict[str, BaseDistribution] | None = None
         self._warm_states: dict[str, dict[str, Tensor]] = {}
+        self._incremental: dict[str, IncrementalGP] = {}
+        self._lock = threading.Lock()
+
+    def __getstate__(self) -> dict[str, Any]:
+        r"""Pickle without the lock (Optuna's way to save a sampler's state)."""
+        state = self.__dict__.copy()
+        del state["_lock"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        r"""Restore a pickled sampler with a new lock."""
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
 
     def reseed_rng(self) -> None:
         r"""Reseed the random generators (Optuna calls this for ``n_jobs > 1``)."""
@@ -270,6 +303,9 @@ class SketchSampler(BaseSampler):
         ]
         if len(completed) < max(self._n_startup_trials, 1):
             return {}
+        # In completion order, so that each trial's data extend the previous
+        # trial's and a carried model only absorbs the new rows.
+        completed.sort(key=_completion_order)
         running = [
             t
             for t in trials
@@ -291,6 +327,7 @@ class SketchSampler(BaseSampler):
         if self._warm_space != search_space:
             self._warm_space = dict(search_space)
             self._warm_states = {}
+            self._incremental = {}
         seed = int(self._rng.randint(_MAX_SEED))
         with manual_seed(seed):
             candidate = _suggest(
@@ -356,19 +393,27 @@ class SketchSampler(BaseSampler):
         r"""Build and fit one output's model, warm-started when possible."""
         if not isinstance(self._model, type):
             return self._model(train_X, train_Y)
-        with warnings.catch_warnings():
+        with self._lock, warnings.catch_warnings():
             # Being exact below a few hundred trials is intended, not news.
             warnings.simplefilter("ignore", ExactRegimeWarning)
+            if self._model is NystromGP and self._warm_start:
+                surrogate = self._incremental.get(name)
+                if surrogate is None:
+                    surrogate = self._incremental[name] = IncrementalGP(
+                        refit_every=self._refit_every,
+                        model_kwargs=self._model_options,
+                    )
+                return surrogate(train_X, train_Y)
             model = self._model(train_X, train_Y, **self._model_options)
             state = self._warm_states.get(name) if self._warm_start else None
             if state is not None:
                 model.load_state_dict(state, strict=False)
             fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))
-        # Only the hyperparameters: the outcome transform's statistics belong
-        # to the data they were computed on.
-        self._warm_states[name] = {
-            key: value.detach().clone() for key, value in model.named_parameters()
-        }
+            # Only the hyperparameters: the outcome transform's statistics
+            # belong to the data they were computed on.
+            self._warm_states[name] = {
+                key: value.detach().clone() for key, value in model.named_parameters()
+            }
         return model
 
 
@@ -624,6 +669,11 @@ def _constraint_values(trials: list[FrozenTrial]) -> np.ndarray | None:
     if not keys:
         return None
     return np.array([[t.constraints[k] for k in keys] for t in trials])
+
+
+def _completion_order(trial: FrozenTrial) -> tuple[float, int]:
+    done = trial.datetime_complete
+    return (done.timestamp() if done is not None else -math.inf, trial.number)
 
 
 def _params_of_running(trial: FrozenTrial) -> dict[str, Any]:

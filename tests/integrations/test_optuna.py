@@ -2,6 +2,7 @@ import json
 import logging
 import math
 import os
+import pickle
 import subprocess
 import sys
 import textwrap
@@ -345,7 +346,22 @@ def test_gradient_subset_model_and_factory(pending_log):
     assert sizes == [5, 6, 7]
 
 
-def test_warm_start_reuses_the_previous_fit(monkeypatch):
+def test_warm_start_carries_the_model(monkeypatch):
+    # NystromGP is carried by IncrementalGP: built once, then refitted from the
+    # previous hyperparameters (refit_every=1) or conditioned (refit_every=3).
+    for refit_every, refits, conditioned in ((1, 2, 0), (3, 0, 2)):
+        sampler = SketchSampler(
+            seed=0, n_startup_trials=5, refit_every=refit_every, **FAST
+        )
+        study = optuna.create_study(sampler=sampler)
+        study.optimize(quadratic, n_trials=8)
+        counts = sampler._incremental["objective 0"].counts
+        assert (counts.builds, counts.refits, counts.conditioned) == (
+            1,
+            refits,
+            conditioned,
+        )
+    # Other classes get the previous hyperparameters loaded before the fit.
     starts = []
     original = sketch_optuna.fit_gpytorch_mll
 
@@ -354,15 +370,17 @@ def test_warm_start_reuses_the_previous_fit(monkeypatch):
         return original(mll, **kwargs)
 
     monkeypatch.setattr(sketch_optuna, "fit_gpytorch_mll", spy)
-    sampler = SketchSampler(seed=0, n_startup_trials=5)
+    sampler = SketchSampler(model=GradientSubsetGP, seed=0, n_startup_trials=5, **FAST)
     study = optuna.create_study(sampler=sampler)
     study.optimize(quadratic, n_trials=7)
-    fitted = sampler._warm_states["objective 0"]["covar_module.raw_lengthscale"]
-    assert len(starts) == 2
-    assert not torch.equal(
-        starts[0], starts[1]
-    )  # the second starts where the first ended
-    assert fitted.dtype == torch.float64
+    assert len(starts) == 2 and not torch.equal(starts[0], starts[1])
+    assert sampler._warm_states["objective 0"][
+        "covar_module.raw_lengthscale"
+    ].dtype == (torch.float64)
+    # A sampler pickles (Optuna's way to save its state) and keeps working.
+    restored = pickle.loads(pickle.dumps(sampler))
+    study.sampler = restored
+    study.optimize(quadratic, n_trials=1)
 
 
 def test_nystrom_candidates_func_in_botorch_sampler():
