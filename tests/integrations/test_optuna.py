@@ -404,6 +404,7 @@ def test_nystrom_candidates_func_in_botorch_sampler():
     assert study.best_value < min(t.value for t in study.trials[:6])
 
 
+@pytest.mark.slow
 def test_nystrom_candidates_func_shapes_and_bounds():
     torch.manual_seed(0)
     bounds = torch.tensor([[-1.0, 10.0, 0.0, 0.0], [1.0, 20.0, 1.0, 1.0]])
@@ -447,3 +448,22 @@ def test_inconsistent_constraints_raise():
     study = optuna.create_study(sampler=SketchSampler(seed=0, n_startup_trials=3))
     with pytest.raises(ValueError, match="same constraints"):
         study.optimize(objective, n_trials=5)
+
+
+@pytest.mark.cpu_only
+def test_importing_the_package_does_not_import_optuna_and_error_names_the_extra():
+    code = (
+        "import sys, botorch_sketch, botorch_sketch.integrations\n"
+        "assert 'optuna' not in sys.modules, 'botorch_sketch imported optuna'\n"
+        "sys.modules['optuna'] = None\n"
+        "try:\n"
+        "    import botorch_sketch.integrations.optuna\n"
+        "except ImportError as e:\n"
+        "    print(e)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env
+    )
+    assert out.returncode == 0, out.stderr
+    assert "pip install botorch-sketch[optuna]" in out.stdout
