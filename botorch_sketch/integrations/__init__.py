@@ -2,6 +2,8 @@
 r"""Integrations with other libraries, each an optional extra.
 
 :mod:`botorch_sketch.integrations.ax` (the ``ax`` extra: ``pip install -e ".[ax]"``
-in a clone) builds Ax generation strategies that use this package's models.
-Importing this package imports none of them.
+in a clone) builds Ax generation strategies that use this package's models;
+:mod:`botorch_sketch.integrations.optuna` (the ``optuna`` extra:
+``pip install -e ".[optuna]"``) is an Optuna sampler on them. Importing this
+package imports none of them.
 """

@@ -646,7 +646,7 @@ class _RayPool:
             import ray
         except ImportError:
             raise TuneError(
-                "--ray needs Ray: pip install botorch-sketch[ray]"
+                "--ray needs Ray: pip install -e '.[ray]' in a clone"
             ) from None
         self.ray = ray
         try:

@@ -1,0 +1,717 @@
+#!/usr/bin/env python3
+r"""An Optuna sampler backed by this package's models and BoTorch's acquisitions.
+
+:class:`SketchSampler` is an Optuna sampler that fits
+:class:`~botorch_sketch.models.NystromGP` (or
+:class:`~botorch_sketch.models.GradientSubsetGP`, or any model a factory returns)
+to the completed trials and suggests the next one by maximising BoTorch's
+``qLogNoisyExpectedImprovement`` (one objective) or
+``qLogNoisyExpectedHypervolumeImprovement`` (several), with the running trials as
+pending points. Its model costs ``O(n m^2)`` per fit for ``n`` trials and an
+inducing set of ``m``, against the ``O(n^3)`` of Optuna's exact-GP ``GPSampler``;
+BoTorch's acquisition optimisation adds about a second per trial whatever ``n``,
+so ``GPSampler`` is the faster of the two below about a thousand trials.
+
+:func:`nystrom_candidates_func` plugs the same model into optuna-integration's
+``BoTorchSampler`` through its ``candidates_func`` argument.
+
+Install with ``pip install -e ".[optuna]"``.
+
+Example:
+    >>> import optuna
+    >>> from botorch_sketch.integrations.optuna import SketchSampler
+    >>> study = optuna.create_study(sampler=SketchSampler(seed=0))
+    >>> study.optimize(objective, n_trials=500)
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import logging
+import math
+import threading
+import warnings
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import torch
+from botorch.acquisition.acquisition import AcquisitionFunction
+from botorch.acquisition.logei import qLogNoisyExpectedImprovement
+from botorch.acquisition.multi_objective.logei import (
+    qLogNoisyExpectedHypervolumeImprovement,
+)
+from botorch.acquisition.multi_objective.objective import (
+    IdentityMCMultiOutputObjective,
+)
+from botorch.acquisition.objective import GenericMCObjective
+from botorch.fit import fit_gpytorch_mll
+from botorch.models import ModelListGP
+from botorch.models.model import Model
+from botorch.optim import optimize_acqf
+from botorch.sampling import SobolQMCNormalSampler
+from botorch.utils.multi_objective.hypervolume import infer_reference_point
+from botorch.utils.multi_objective.pareto import is_non_dominated
+from botorch.utils.sampling import manual_seed
+from botorch.utils.transforms import normalize, unnormalize
+from gpytorch.mlls import ExactMarginalLogLikelihood
+from torch import Tensor
+
+try:
+    # Optuna's own one-hot / log / step encoding, as its BoTorchSampler uses it.
+    from optuna._transform import _SearchSpaceTransform
+    from optuna.distributions import BaseDistribution
+    from optuna.samplers import BaseSampler, RandomSampler
+    from optuna.search_space import IntersectionSearchSpace
+    from optuna.study import Study, StudyDirection
+    from optuna.trial import FrozenTrial, TrialState
+
+except ImportError as e:  # pragma: no cover - exercised in a subprocess
+    raise ImportError(
+        "botorch_sketch.integrations.optuna needs Optuna: "
+        "pip install -e '.[optuna]' in a clone"
+    ) from e
+
+from botorch_sketch.bo import IncrementalGP
+from botorch_sketch.models import NystromGP
+from botorch_sketch.models.nystrom_gp import ExactRegimeWarning
+
+__all__ = ["SketchSampler", "nystrom_candidates_func"]
+
+_logger = logging.getLogger(__name__)
+
+#: ``(train_X, train_Y) -> fitted Model``: ``train_X`` is ``n x D`` in the unit
+#: cube, ``train_Y`` is ``n x 1`` (to be maximised), both float64.
+ModelFactory = Callable[[Tensor, Tensor], Model]
+
+# Relative parameters are written to the trial's system attributes so that other
+# workers on the same storage see a running trial's point before its objective has
+# called ``suggest_*``. RDB storage caps an attribute at 2046 characters.
+_RELATIVE_PARAMS_KEY = "botorch_sketch:relative_params"
+_SYSTEM_ATTR_MAX_LENGTH = 2045
+_MAX_SEED = 2**31 - 1
+_TKWARGS: dict[str, Any] = {"dtype": torch.float64, "device": torch.device("cpu")}
+
+
+class SketchSampler(BaseSampler):
+    r"""Optuna sampler: a scalable GP with qLogNEI, or qLogNEHVI for several objectives.
+
+    Parameters are encoded as Optuna's ``BoTorchSampler`` encodes them (Optuna's
+    ``_SearchSpaceTransform``): log-scaled ones in log space, integers and stepped
+    floats on a grid widened by half a step on each side, categorical ones one-hot;
+    then everything is scaled to the unit cube. The acquisition is maximised over
+    the continuous relaxation with ``botorch.optim.optimize_acqf`` and every
+    restart's optimum is rounded to a valid configuration (argmax of the one-hot
+    block, nearest step) *before* the best restart is chosen, so the point
+    returned is the best rounded point, not the rounding of the best relaxed one.
+    This costs one optimisation whatever the number of categories, where
+    ``optimize_acqf_mixed`` would run one per combination of categories
+    (exponential in the number of categorical parameters).
+
+    As Optuna's ``GPSampler`` does, the sampler:
+
+    - fits only ``COMPLETE`` trials; failed and pruned trials are ignored (their
+      last intermediate value is not used);
+    - samples the first ``n_startup_trials`` trials, and parameters outside the
+      intersection search space (conditional or dynamic parameters), with the
+      independent sampler (``RandomSampler(seed)`` by default);
+    - passes running trials whose parameters are known (from this or another
+      process on the same storage, ``n_jobs > 1`` included) to the acquisition as
+      ``X_pending``: qLogNEI adds them to its baseline, so the new point is chosen
+      jointly with them;
+    - honours constraints set with ``trial.set_constraint`` (feasible when
+      ``<= 0``), each modelled by its own GP.
+
+    Several objectives are modelled by a ``ModelListGP`` of one model per
+    objective (a batched multi-output ``NystromGP`` is not built yet); the
+    hypervolume reference point is BoTorch's ``infer_reference_point`` on the
+    observed (feasible) Pareto front.
+
+    Hyperparameters are fitted with ``fit_gpytorch_mll`` in float64, starting
+    from the previous trial's fitted values while the search space is unchanged;
+    ``NystromGP`` is carried from trial to trial by
+    :class:`~botorch_sketch.bo.IncrementalGP` (previous inducing set, one fitting
+    round, or only a Woodbury update between refits with ``refit_every > 1``).
+    """
+
+    def __init__(
+        self,
+        *,
+        model: type[Model] | ModelFactory = NystromGP,
+        model_options: dict[str, Any] | None = None,
+        seed: int | None = None,
+        independent_sampler: BaseSampler | None = None,
+        n_startup_trials: int = 10,
+        num_restarts: int = 8,
+        raw_samples: int = 256,
+        mc_samples: int = 128,
+        max_baseline: int = 128,
+        warm_start: bool = True,
+        refit_every: int = 1,
+        warn_independent_sampling: bool = True,
+    ) -> None:
+        r"""Check the options and build the sampler.
+
+        Args:
+            model: The model class, called as ``model(train_X, train_Y,
+                **model_options)`` and fitted with ``fit_gpytorch_mll``
+                (``NystromGP``, ``GradientSubsetGP``, ``SingleTaskGP``, ...), or a
+                factory ``(train_X, train_Y) -> fitted Model`` (no warm start then).
+                ``train_X`` is ``n x D`` in the unit cube; ``train_Y`` is ``n x 1``,
+                to be maximised, in original units (the model standardises it).
+            model_options: Keyword arguments for the model class, e.g.
+                ``{"subset_size": 100}`` for ``GradientSubsetGP``.
+            seed: Seed for the independent sampler and for the acquisition's
+                quasi-random draws and restarts; a seeded sequential study repeats.
+            independent_sampler: Sampler for the startup trials and for parameters
+                outside the relative search space; ``RandomSampler(seed)`` if None.
+            n_startup_trials: Number of completed trials before the model is used
+                (at least one is always needed).
+            num_restarts: Restarts of the acquisition optimiser.
+            raw_samples: Quasi-random points from which the restarts are chosen.
+            mc_samples: Quasi-Monte Carlo samples of the acquisition.
+            max_baseline: Keep at most this many observed points as qLogNEI's
+                baseline (those with the best posterior means; the acquisition then
+                prunes them further). Its pruning samples the posterior jointly at
+                every baseline point, which costs ``O(n^3)`` over ``n`` trials.
+            warm_start: Start each fit from the previous fit's hyperparameters
+                (for ``NystromGP`` through
+                :class:`~botorch_sketch.bo.IncrementalGP`, which also reuses the
+                previous inducing set and fits one round).
+            refit_every: For ``NystromGP`` with ``warm_start``: refit the
+                hyperparameters every this many trials, and in between absorb
+                the new trials by ``condition_on_observations`` (a Woodbury
+                step; see :class:`~botorch_sketch.bo.IncrementalGP`, which also
+                refits when the inducing set has doubled or the data stop
+                agreeing with the hyperparameters). 1 refits every trial.
+            warn_independent_sampling: Log a warning when a parameter is sampled by
+                the independent sampler after the startup trials.
+        """
+        if isinstance(model, type):
+            if not issubclass(model, Model):
+                raise ValueError(
+                    f"model must be a BoTorch Model class or a factory "
+                    f"(train_X, train_Y) -> fitted Model; got the class {model!r}."
+                )
+            try:
+                # Fail now, not at the first model-based trial, on a misspelling.
+                inspect.signature(model).bind(None, None, **(model_options or {}))
+            except TypeError as e:
+                raise ValueError(
+                    f"model_options {sorted(model_options or {})} do not fit "
+                    f"{model.__name__}: {e}."
+                ) from e
+        elif not callable(model):
+            raise ValueError(
+                "model must be a BoTorch Model class or a factory "
+                f"(train_X, train_Y) -> fitted Model; got {model!r}."
+            )
+        elif model_options:
+            raise ValueError(
+                "model_options are passed to a model class; a factory takes its "
+                "options itself (use functools.partial)."
+            )
+        _check_int("n_startup_trials", n_startup_trials, 0)
+        _check_int("num_restarts", num_restarts, 1)
+        _check_int("raw_samples", raw_samples, 1)
+        _check_int("mc_samples", mc_samples, 1)
+        _check_int("max_baseline", max_baseline, 1)
+        _check_int("refit_every", refit_every, 1)
+        if raw_samples < num_restarts:
+            raise ValueError(
+                f"raw_samples ({raw_samples}) must be at least num_restarts "
+                f"({num_restarts}): the restarts are chosen from the raw samples."
+            )
+        if independent_sampler is not None and not isinstance(
+            independent_sampler, BaseSampler
+        ):
+            raise ValueError(
+                "independent_sampler must be an optuna.samplers.BaseSampler; "
+                f"got {independent_sampler!r}."
+            )
+        self._model = model
+        self._model_options = dict(model_options or {})
+        self._rng = np.random.RandomState(seed)
+        self._independent_sampler = independent_sampler or RandomSampler(seed=seed)
+        self._intersection_search_space = IntersectionSearchSpace()
+        self._n_startup_trials = n_startup_trials
+        self._num_restarts = num_restarts
+        self._raw_samples = raw_samples
+        self._mc_samples = mc_samples
+        self._max_baseline = max_baseline
+        self._warm_start = warm_start
+        self._refit_every = refit_every
+        self._warn_independent_sampling = warn_independent_sampling
+        # Fitted hyperparameters (or carried NystromGPs) by output name, valid for
+        # this search space only; the lock keeps n_jobs threads from updating
+        # one output's state at once.
+        self._warm_space: dict[str, BaseDistribution] | None = None
+        self._warm_states: dict[str, dict[str, Tensor]] = {}
+        self._incremental: dict[str, IncrementalGP] = {}
+        self._lock = threading.Lock()
+
+    def __getstate__(self) -> dict[str, Any]:
+        r"""Pickle without the lock (Optuna's way to save a sampler's state)."""
+        state = self.__dict__.copy()
+        del state["_lock"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        r"""Restore a pickled sampler with a new lock."""
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
+    def reseed_rng(self) -> None:
+        r"""Reseed the random generators (Optuna calls this for ``n_jobs > 1``)."""
+        self._rng.seed()
+        self._independent_sampler.reseed_rng()
+
+    def infer_relative_search_space(
+        self, study: Study, trial: FrozenTrial
+    ) -> dict[str, BaseDistribution]:
+        r"""Return the parameters every completed trial has, with one distribution.
+
+        Parameters with a single possible value are left to Optuna, as
+        ``GPSampler`` does.
+        """
+        return {
+            name: distribution
+            for name, distribution in self._intersection_search_space.calculate(
+                study
+            ).items()
+            if not distribution.single()
+        }
+
+    def sample_relative(
+        self,
+        study: Study,
+        trial: FrozenTrial,
+        search_space: dict[str, BaseDistribution],
+    ) -> dict[str, Any]:
+        r"""Suggest values of the relative search space from the model.
+
+        Returns an empty dict (so that the independent sampler is used) during
+        the startup trials.
+        """
+        if not search_space:
+            return {}
+        trials = study.get_trials(
+            deepcopy=False, states=(TrialState.COMPLETE, TrialState.RUNNING)
+        )
+        completed = [
+            t
+            for t in trials
+            if t.state == TrialState.COMPLETE and search_space.keys() <= t.params.keys()
+        ]
+        if len(completed) < max(self._n_startup_trials, 1):
+            return {}
+        # In completion order, so that each trial's data extend the previous
+        # trial's and a carried model only absorbs the new rows.
+        completed.sort(key=_completion_order)
+        running = [
+            t
+            for t in trials
+            if t.state == TrialState.RUNNING and t._trial_id != trial._trial_id
+        ]
+        transform = _SearchSpaceTransform(search_space, transform_0_1=True)
+        train_X = _encode(transform, [t.params for t in completed])
+        signs = np.array(
+            [1.0 if d == StudyDirection.MAXIMIZE else -1.0 for d in study.directions]
+        )
+        train_obj = _finite(signs * np.array([t.values for t in completed]))
+        train_con = _constraint_values(completed)
+        pending = [
+            p
+            for p in (_params_of_running(t) for t in running)
+            if _contains(search_space, p)
+        ]
+        pending_X = _encode(transform, pending) if pending else None
+        if self._warm_space != search_space:
+            self._warm_space = dict(search_space)
+            self._warm_states = {}
+            self._incremental = {}
+        seed = int(self._rng.randint(_MAX_SEED))
+        with manual_seed(seed):
+            candidate = _suggest(
+                train_X=train_X,
+                train_obj=torch.as_tensor(train_obj, **_TKWARGS),
+                train_con=(
+                    None
+                    if train_con is None
+                    else torch.as_tensor(train_con, **_TKWARGS)
+                ),
+                pending_X=pending_X,
+                fit=self._fit,
+                seed=seed,
+                num_restarts=self._num_restarts,
+                raw_samples=self._raw_samples,
+                mc_samples=self._mc_samples,
+                max_baseline=self._max_baseline,
+                round_to_grid=_rounding(transform, search_space),
+            )
+        params = transform.untransform(candidate.squeeze(0).numpy())
+        _share_relative_params(study, trial, params)
+        return params
+
+    def sample_independent(
+        self,
+        study: Study,
+        trial: FrozenTrial,
+        param_name: str,
+        param_distribution: BaseDistribution,
+    ) -> Any:
+        r"""Sample a parameter outside the relative search space independently."""
+        if self._warn_independent_sampling:
+            n_complete = len(
+                study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+            )
+            if n_complete >= self._n_startup_trials:
+                _logger.warning(
+                    f"The parameter `{param_name}` in trial {trial.number} is sampled "
+                    f"by {type(self._independent_sampler).__name__}, not by "
+                    f"{type(self).__name__}: it is not in every completed trial with "
+                    "one distribution (a conditional or dynamic parameter). Pass "
+                    "warn_independent_sampling=False if this is intended."
+                )
+        return self._independent_sampler.sample_independent(
+            study, trial, param_name, param_distribution
+        )
+
+    def before_trial(self, study: Study, trial: FrozenTrial) -> None:
+        r"""Let the independent sampler prepare the trial."""
+        self._independent_sampler.before_trial(study, trial)
+
+    def after_trial(
+        self,
+        study: Study,
+        trial: FrozenTrial,
+        state: TrialState,
+        values: Sequence[float] | None,
+    ) -> None:
+        r"""Let the independent sampler see the finished trial."""
+        self._independent_sampler.after_trial(study, trial, state, values)
+
+    def _fit(self, train_X: Tensor, train_Y: Tensor, name: str) -> Model:
+        r"""Build and fit one output's model, warm-started when possible."""
+        if not isinstance(self._model, type):
+            return self._model(train_X, train_Y)
+        with self._lock, warnings.catch_warnings():
+            # Being exact below a few hundred trials is intended, not news.
+            warnings.simplefilter("ignore", ExactRegimeWarning)
+            if self._model is NystromGP and self._warm_start:
+                surrogate = self._incremental.get(name)
+                if surrogate is None:
+                    surrogate = self._incremental[name] = IncrementalGP(
+                        refit_every=self._refit_every,
+                        model_kwargs=self._model_options,
+                    )
+                return surrogate(train_X, train_Y)
+            model = self._model(train_X, train_Y, **self._model_options)
+            state = self._warm_states.get(name) if self._warm_start else None
+            if state is not None:
+                model.load_state_dict(state, strict=False)
+            fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))
+            # Only the hyperparameters: the outcome transform's statistics
+            # belong to the data they were computed on.
+            self._warm_states[name] = {
+                key: value.detach().clone() for key, value in model.named_parameters()
+            }
+        return model
+
+
+def nystrom_candidates_func(
+    train_x: Tensor,
+    train_obj: Tensor,
+    train_con: Tensor | None,
+    bounds: Tensor,
+    pending_x: Tensor | None,
+) -> Tensor:
+    r"""A ``candidates_func`` for optuna-integration's ``BoTorchSampler``.
+
+    It has the signature and return value of ``logei_candidates_func`` and
+    ``qei_candidates_func`` but fits one :class:`~botorch_sketch.models.NystromGP`
+    per objective and constraint (a ``ModelListGP`` when there are several) and
+    maximises ``qLogNoisyExpectedImprovement`` (one objective) or
+    ``qLogNoisyExpectedHypervolumeImprovement`` (several), with pending points.
+
+    Example:
+        >>> from optuna_integration import BoTorchSampler
+        >>> sampler = BoTorchSampler(
+        ...     candidates_func=nystrom_candidates_func, consider_running_trials=True
+        ... )
+
+    Args:
+        train_x: A ``n x D`` tensor of observed parameters, not normalised
+            (categorical parameters one-hot encoded).
+        train_obj: A ``n x M`` tensor of observed objectives, to be maximised.
+        train_con: A ``n x C`` tensor of constraint values (feasible when
+            ``<= 0``), or None.
+        bounds: A ``2 x D`` tensor of lower and upper bounds of ``train_x``.
+        pending_x: A ``p x D`` tensor of pending (running) parameters, or None.
+
+    Returns:
+        A ``1 x D`` tensor: the next parameters, in the space of ``train_x``.
+    """
+    tkwargs = {"dtype": torch.float64, "device": train_x.device}
+    bounds = bounds.to(**tkwargs)
+
+    def fit(X: Tensor, Y: Tensor, name: str) -> Model:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ExactRegimeWarning)
+            model = NystromGP(X, Y)
+            fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))
+        return model
+
+    candidate = _suggest(
+        train_X=normalize(train_x.to(**tkwargs), bounds),
+        train_obj=train_obj.to(**tkwargs),
+        train_con=None if train_con is None else train_con.to(**tkwargs),
+        pending_X=(
+            None
+            if pending_x is None or len(pending_x) == 0
+            else normalize(pending_x.to(**tkwargs), bounds)
+        ),
+        fit=fit,
+        seed=None,
+        num_restarts=10,
+        raw_samples=512,
+        mc_samples=256,
+        max_baseline=128,
+        round_to_grid=None,
+    )
+    return unnormalize(candidate, bounds)
+
+
+def _suggest(
+    train_X: Tensor,
+    train_obj: Tensor,
+    train_con: Tensor | None,
+    pending_X: Tensor | None,
+    fit: Callable[[Tensor, Tensor, str], Model],
+    seed: int | None,
+    num_restarts: int,
+    raw_samples: int,
+    mc_samples: int,
+    max_baseline: int,
+    round_to_grid: Callable[[Tensor], Tensor] | None,
+) -> Tensor:
+    r"""Fit the models and maximise the acquisition over the unit cube.
+
+    Args:
+        train_X: A ``n x D`` tensor of observed points in the unit cube.
+        train_obj: A ``n x M`` tensor of objectives, to be maximised.
+        train_con: A ``n x C`` tensor of constraints (feasible when ``<= 0``).
+        pending_X: A ``p x D`` tensor of pending points in the unit cube.
+        fit: ``(X, Y, name) -> fitted single-output model``.
+        seed: Seed of the quasi-Monte Carlo sampler.
+        num_restarts: Restarts of the optimiser.
+        raw_samples: Raw samples for the restarts.
+        mc_samples: Quasi-Monte Carlo samples.
+        max_baseline: Largest baseline passed to the acquisition.
+        round_to_grid: Maps ``... x D`` points to valid configurations.
+
+    Returns:
+        A ``1 x D`` tensor in the unit cube.
+    """
+    n_obj = train_obj.shape[-1]
+    outputs = [(f"objective {i}", train_obj[:, i : i + 1]) for i in range(n_obj)]
+    if train_con is not None:
+        outputs += [
+            (f"constraint {i}", train_con[:, i : i + 1])
+            for i in range(train_con.shape[-1])
+        ]
+    models = [fit(train_X, Y, name) for name, Y in outputs]
+    model = models[0] if len(models) == 1 else ModelListGP(*models)
+    constraints = None
+    if train_con is not None:
+        # Optuna's and BoTorch's conventions agree: feasible when <= 0.
+        constraints = [_OutcomeIndex(n_obj + i) for i in range(train_con.shape[-1])]
+    sampler = SobolQMCNormalSampler(torch.Size([mc_samples]), seed=seed)
+    baseline = _baseline(model, train_X, n_obj, max_baseline)
+    acqf: AcquisitionFunction
+    if n_obj == 1:
+        acqf = qLogNoisyExpectedImprovement(
+            model=model,
+            X_baseline=baseline,
+            sampler=sampler,
+            objective=GenericMCObjective(_OutcomeIndex(0)) if len(models) > 1 else None,
+            constraints=constraints,
+            X_pending=pending_X,
+            prune_baseline=True,
+        )
+    else:
+        feasible = (
+            torch.ones(len(train_obj), dtype=torch.bool, device=train_obj.device)
+            if train_con is None
+            else (train_con <= 0).all(dim=-1)
+        )
+        front = train_obj[feasible] if feasible.any() else train_obj
+        front = front[is_non_dominated(front)]
+        acqf = qLogNoisyExpectedHypervolumeImprovement(
+            model=model,
+            ref_point=infer_reference_point(front),
+            X_baseline=baseline,
+            sampler=sampler,
+            objective=(
+                IdentityMCMultiOutputObjective(outcomes=list(range(n_obj)))
+                if constraints
+                else None
+            ),
+            constraints=constraints,
+            X_pending=pending_X,
+            prune_baseline=True,
+        )
+    unit = torch.stack([torch.zeros_like(train_X[0]), torch.ones_like(train_X[0])])
+    candidate, _ = optimize_acqf(
+        acq_function=acqf,
+        bounds=unit,
+        q=1,
+        num_restarts=num_restarts,
+        raw_samples=raw_samples,
+        options={"batch_limit": 8, "maxiter": 200},
+        post_processing_func=round_to_grid,
+    )
+    return candidate.detach()
+
+
+class _OutcomeIndex:
+    r"""``Z -> Z[..., index]``, a picklable objective or constraint callable."""
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+
+    def __call__(self, Z: Tensor, X: Tensor | None = None) -> Tensor:
+        return Z[..., self.index]
+
+
+def _baseline(model: Model, train_X: Tensor, n_obj: int, max_baseline: int) -> Tensor:
+    r"""The ``max_baseline`` observed points least dominated in posterior mean.
+
+    The acquisition prunes its baseline by sampling the posterior jointly at every
+    baseline point (an ``n x n`` Cholesky); points that few others beat in mean
+    are the only ones with a real chance of being the incumbent.
+    """
+    if len(train_X) <= max_baseline:
+        return train_X
+    with torch.no_grad():
+        # One point per batch: the posterior means cost O(n m^2), no n x n.
+        mean = model.posterior(train_X.unsqueeze(-2)).mean.squeeze(-2)
+    objectives = mean[:, :n_obj]
+    if mean.shape[-1] > n_obj:
+        feasible = (mean[:, n_obj:] <= 0).all(dim=-1)
+        if feasible.any():
+            objectives = objectives.masked_fill(~feasible.unsqueeze(-1), -torch.inf)
+    # Number of points that dominate each point (for one objective: its rank).
+    dominated_by = (
+        (
+            (objectives.unsqueeze(0) >= objectives.unsqueeze(1)).all(dim=-1)
+            & (objectives.unsqueeze(0) > objectives.unsqueeze(1)).any(dim=-1)
+        )
+        .sum(dim=-1)
+        .to(torch.float64)
+    )
+    keep = torch.argsort(dominated_by, stable=True)[:max_baseline]
+    return train_X[keep]
+
+
+def _rounding(
+    transform: _SearchSpaceTransform, search_space: dict[str, BaseDistribution]
+) -> Callable[[Tensor], Tensor] | None:
+    r"""The map of relaxed points to valid configurations, None if all continuous."""
+    if all(
+        getattr(d, "step", None) is None and not _is_categorical(d)
+        for d in search_space.values()
+    ):
+        return None
+
+    def round_to_grid(X: Tensor) -> Tensor:
+        rows = X.detach().reshape(-1, X.shape[-1]).cpu().numpy()
+        rounded = np.stack(
+            [transform.transform(transform.untransform(r)) for r in rows]
+        )
+        return torch.as_tensor(rounded, dtype=X.dtype, device=X.device).reshape(X.shape)
+
+    return round_to_grid
+
+
+def _is_categorical(distribution: BaseDistribution) -> bool:
+    return hasattr(distribution, "choices")
+
+
+def _encode(transform: _SearchSpaceTransform, params: list[dict[str, Any]]) -> Tensor:
+    return torch.as_tensor(
+        np.stack([transform.transform(p) for p in params]), **_TKWARGS
+    )
+
+
+def _finite(values: np.ndarray) -> np.ndarray:
+    r"""Replace infinite values by the worst and best finite values per column.
+
+    Optuna accepts ``inf`` objectives; a GP does not.
+    """
+    values = values.astype(np.float64, copy=True)
+    for column in values.T:
+        finite = column[np.isfinite(column)]
+        low, high = (finite.min(), finite.max()) if finite.size else (0.0, 0.0)
+        column[np.isneginf(column)] = low
+        column[np.isposinf(column)] = high
+    return values
+
+
+def _constraint_values(trials: list[FrozenTrial]) -> np.ndarray | None:
+    r"""The ``n x C`` constraints set by ``trial.set_constraint``, None if none."""
+    keys = sorted(trials[0].constraints)
+    for t in trials:
+        if sorted(t.constraints) != keys:
+            raise ValueError(
+                f"Every completed trial must set the same constraints: trial "
+                f"{trials[0].number} set {keys}, trial {t.number} set "
+                f"{sorted(t.constraints)}."
+            )
+    if not keys:
+        return None
+    return np.array([[t.constraints[k] for k in keys] for t in trials])
+
+
+def _completion_order(trial: FrozenTrial) -> tuple[float, int]:
+    done = trial.datetime_complete
+    return (done.timestamp() if done is not None else -math.inf, trial.number)
+
+
+def _params_of_running(trial: FrozenTrial) -> dict[str, Any]:
+    r"""A running trial's parameters, with those chosen but not yet suggested."""
+    chunks = []
+    while chunk := trial.system_attrs.get(f"{_RELATIVE_PARAMS_KEY}:{len(chunks)}"):
+        chunks.append(chunk)
+    params = json.loads("".join(chunks)) if chunks else {}
+    params.update(trial.params)
+    return params
+
+
+def _share_relative_params(
+    study: Study, trial: FrozenTrial, params: dict[str, Any]
+) -> None:
+    text = json.dumps(params)
+    for i in range(0, len(text), _SYSTEM_ATTR_MAX_LENGTH):
+        study._storage.set_trial_system_attr(
+            trial._trial_id,
+            f"{_RELATIVE_PARAMS_KEY}:{i // _SYSTEM_ATTR_MAX_LENGTH}",
+            text[i : i + _SYSTEM_ATTR_MAX_LENGTH],
+        )
+
+
+def _contains(search_space: dict[str, BaseDistribution], params: dict) -> bool:
+    r"""Whether ``params`` gives every parameter a value its distribution allows."""
+    try:
+        return all(
+            name in params and d._contains(d.to_internal_repr(params[name]))
+            for name, d in search_space.items()
+        )
+    except (ValueError, TypeError):
+        return False
+
+
+def _check_int(name: str, value: int, minimum: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}; got {value!r}.")
