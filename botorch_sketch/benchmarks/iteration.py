@@ -35,6 +35,7 @@ from botorch.test_functions import Hartmann
 from gpytorch.mlls import ExactMarginalLogLikelihood
 from torch import Tensor
 
+from botorch_sketch.bo.loop import count_evaluations
 from botorch_sketch.models import NystromGP
 
 MODELS: dict[str, Callable[[Tensor, Tensor], Model]] = {
@@ -84,17 +85,6 @@ class Measurement:
     m: int | None
 
 
-def _count_forward(acqf: AcquisitionFunction) -> list[int]:
-    # A forward hook counts the evaluations L-BFGS-B asks for.
-    calls = [0]
-
-    def hook(*_: object) -> None:
-        calls[0] += 1
-
-    acqf.register_forward_hook(hook)
-    return calls
-
-
 def measure(n: int, seed: int, num_acquisitions: int) -> list[Measurement]:
     r"""Every model on one data set: one fit, then each acquisition."""
     X, Y = loop_like_data(n, seed)
@@ -113,7 +103,7 @@ def measure(n: int, seed: int, num_acquisitions: int) -> list[Measurement]:
                 torch.manual_seed(seed)
                 start = time.perf_counter()
                 acqf = make(model, X, Y)
-                calls = _count_forward(acqf)
+                calls = count_evaluations(acqf)
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
                     optimize_acqf(acqf, bounds, q=q, num_restarts=4, raw_samples=256)

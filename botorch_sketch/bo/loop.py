@@ -97,6 +97,8 @@ class BOTrace:
             used the hyperparameters the model started from.
         stopped_at_cap: Whether the run stopped at its time cap before its last
             iteration.
+        acquisition_evaluations: Evaluations of the acquisition function per
+            iteration (its forward calls: raw samples and optimiser steps).
     """
 
     name: str
@@ -110,6 +112,7 @@ class BOTrace:
     X: list[Tensor] = field(default_factory=list)
     fit_failures: list[int] = field(default_factory=list)
     stopped_at_cap: bool = False
+    acquisition_evaluations: list[int] = field(default_factory=list)
 
     @property
     def num_iterations(self) -> int:
@@ -141,6 +144,24 @@ class BOTrace:
         values = torch.tensor(self.values, dtype=torch.double)
         q = max(1, values.numel() // max(1, self.num_iterations))
         return (self.optimal_value - values).reshape(-1, q).sum(-1).cumsum(0)
+
+
+def count_evaluations(acqf: AcquisitionFunction) -> list[int]:
+    r"""Count the evaluations an optimiser asks of ``acqf`` from now on.
+
+    Args:
+        acqf: The acquisition function (a ``Module``: a forward hook counts).
+
+    Returns:
+        A one-element list whose element is the count so far.
+    """
+    calls = [0]
+
+    def hook(*_: object) -> None:
+        calls[0] += 1
+
+    acqf.register_forward_hook(hook)
+    return calls
 
 
 def make_acquisition(
@@ -323,6 +344,7 @@ def run_bo(
                     trace.fit_failures.append(trace.num_iterations)
             fitted = time.perf_counter()
             acqf = make_acquisition(acquisition, model, X, Y, q, beta)
+            evaluations = count_evaluations(acqf)
             candidate, _ = optimize_acqf(
                 acqf,
                 bounds=unit,
@@ -337,6 +359,7 @@ def run_bo(
             trace.values.extend(problem(x, noise=False).tolist())
             trace.fit_time.append(fitted - start)
             trace.acquisition_time.append(done - fitted)
+            trace.acquisition_evaluations.append(evaluations[0])
             inputs = getattr(model, "train_inputs", None)
             trace.train_size.append(inputs[0].shape[-2] if inputs else X.shape[0])
             trace.X.append(candidate)
