@@ -101,10 +101,10 @@ class NystromEmbedding:
             gram: ``K_SS`` if the caller has it already (as rows of a kernel block
                 it computed anyway); computed otherwise.
             noise: The smallest noise variance of the data the embedding will
-                carry, if known. Eigenvalues above ``NOISE_RESOLUTION * noise``
-                are then kept even below ``relative_cutoff`` (down to
-                ``ROUNDING_FLOOR * eps`` relative), as small noise makes the
-                posterior sensitive to them.
+                carry, if known. In float64, eigenvalues above
+                ``NOISE_RESOLUTION * noise`` are then kept even below
+                ``relative_cutoff`` (down to ``ROUNDING_FLOOR * eps`` relative), as
+                small noise makes the posterior sensitive to them.
         """
         self.kernel = kernel
         self.inducing_points = inducing_points
@@ -136,10 +136,13 @@ class NystromEmbedding:
             top = evals[-1].clamp_min(0)
             default_cut = relative_cutoff * top
             cut = default_cut
-            if noise is not None:
+            if noise is not None and K.dtype == torch.float64:
                 # Small noise lets the data see directions far below the relative
                 # cutoff (issue 15: the mean's error grew as 1 / noise); keep them
-                # down to the rounding level of K_SS.
+                # down to the rounding level of K_SS. Not in float32: there the
+                # rounding of K - Z Z^T dominates, and keeping directions near
+                # rounding made non-PSD posterior covariances more frequent (40
+                # of 400 random cases against 36, SingleTaskGP 37).
                 floor = ROUNDING_FLOOR * torch.finfo(K.dtype).eps * top
                 cut = cut.clamp_max(NOISE_RESOLUTION * float(noise)).clamp_min(floor)
         while True:
