@@ -1,21 +1,24 @@
 r"""Property tests of ``NystromGP`` on random data and hyperparameters (issue 15).
 
-Each example draws ``n <= 60`` points in ``d <= 4`` dimensions, a lengthscale in
-``[1e-3, 1e3]``, a noise variance in ``[1e-6, 1e2]`` and float32 or float64, and
-sets the hyperparameters directly (no fitting), so an example costs milliseconds.
+Each example draws ``n <= 60`` points in ``d <= 4`` dimensions (spread out, or in
+one to three tight clusters), a lengthscale in ``[1e-3, 1e3]``, a noise variance
+in ``[1e-6, 1e2]`` and float32 or float64, and sets the hyperparameters directly
+(no fitting), so an example costs 10-50 ms.
 
 Three settings profiles, all derandomised (the same examples on every run):
 
-- ``dev`` (default): 25 examples per property, for the ordinary suite;
-- ``ci`` (loaded when the ``CI`` environment variable is set): 50 per property,
-  the whole file in well under 60 s on 2 cores;
-- ``full``: 200 per property. Run it with::
+- ``dev`` (default): 25 examples per property, for the ordinary local suite;
+- ``ci`` (loaded when the ``CI`` environment variable is set): 200 examples per
+  property, the whole file in about 15 s on 2 shared cores;
+- ``full``: 1000 per property, about 1.5 minutes.
 
-      HYPOTHESIS_PROFILE=full OMP_NUM_THREADS=1 \
-          python -m pytest tests/models/test_nystrom_properties.py
+Run the 200-case version with::
 
-``HYPOTHESIS_PROFILE`` overrides the choice by ``CI``. The profiles are applied
-to these tests only (as decorators), so other hypothesis tests keep theirs.
+    CI=1 OMP_NUM_THREADS=1 python -m pytest tests/models/test_nystrom_properties.py
+
+(or ``HYPOTHESIS_PROFILE=ci``; ``HYPOTHESIS_PROFILE`` overrides the choice by
+``CI``). The profiles are applied to these tests only, as decorators, so other
+hypothesis tests keep their own settings.
 """
 
 from __future__ import annotations
@@ -45,14 +48,14 @@ settings.register_profile(
 settings.register_profile(
     "ci",
     derandomize=True,
-    max_examples=50,
+    max_examples=200,
     deadline=None,
     suppress_health_check=_HEALTH,
 )
 settings.register_profile(
     "full",
     derandomize=True,
-    max_examples=200,
+    max_examples=1000,
     deadline=None,
     suppress_health_check=_HEALTH,
 )
@@ -218,8 +221,10 @@ def test_condition_on_observations_equals_a_rebuild(case, fraction, split):
     rebuilt = _nystrom(case, inducing)
     post, ref = conditioned.posterior(case.Xt), rebuilt.posterior(case.Xt)
     scale = max(1.0, ref.mean.abs().max().item())
-    # The Woodbury update and the refactorisation round differently; both are
-    # stable to about cond(B) * eps, cond(B) <= 1 + n / noise.
-    tol = 1e-8 + 1e2 * _eps(torch.float64) * (1 + n / case.noise)
+    # The Woodbury update and the refactorisation round differently: about
+    # cond(B) * eps, cond(B) <= 1 + n / noise, times the amplification of an
+    # ill-conditioned embedding on clustered inputs (up to 2.6e-7 seen in the
+    # 1000-case profile); 1e-6 is the all-inducing identity's target.
+    tol = 1e-6 + 1e2 * _eps(torch.float64) * (1 + n / case.noise)
     assert (post.mean - ref.mean).abs().max().item() / scale <= tol
     assert (post.covariance_matrix - ref.covariance_matrix).abs().max().item() <= tol
