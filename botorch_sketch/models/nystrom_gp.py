@@ -486,9 +486,13 @@ class NystromGP(GPyTorchModel, GP, FantasizeMixin):
 
     def _embedding_and_statistics(self) -> tuple[NystromEmbedding, DTCStatistics]:
         X = self._transform_like_training(self.train_X)
-        embedding = NystromEmbedding(self.covar_module, self._inducing_inputs(X))
+        noise = self._train_noise()
+        # The noise tells the embedding which small directions the data still see.
+        embedding = NystromEmbedding(
+            self.covar_module, self._inducing_inputs(X), noise=noise.detach().min()
+        )
         residual = self.train_targets - self.mean_module(X)
-        stats = DTCStatistics.from_data(embedding, X, residual, self._train_noise())
+        stats = DTCStatistics.from_data(embedding, X, residual, noise)
         if self._extra_statistics is not None:
             stats = stats + self._extra_statistics
         return embedding, stats
