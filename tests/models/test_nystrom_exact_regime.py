@@ -133,3 +133,25 @@ def test_fixed_noise_does_not_take_the_automatic_subset(tkwargs):
         warnings.simplefilter("ignore", ExactRegimeWarning)
         _fit(model)  # an explicit fit_subset_size would raise here
     assert torch.isfinite(model.posterior(X[:3]).mean).all()
+
+
+def test_small_data_fit_the_exact_likelihood_even_with_a_small_set(tkwargs):
+    X, Y = _data(120, seed=4, **tkwargs)
+    rule = RidgeLeverageSampler(qbar=0.05, generator=torch.Generator().manual_seed(0))
+    model = NystromGP(X, Y, inducing=rule)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ExactRegimeWarning)
+        _fit(model)
+    # A sketch posterior, with the exact GP's hyperparameters.
+    assert not model.is_exact and model.inducing_index.numel() < 60
+    ref = _fit(SingleTaskGP(X, Y))
+    torch.testing.assert_close(
+        model.covar_module.lengthscale, ref.covar_module.lengthscale, rtol=1e-3, atol=0
+    )
+    # Above exact_fit_size the same data take Titsias' bound instead.
+    titsias = NystromGP(X, Y, inducing=RidgeLeverageSampler(qbar=0.05))
+    titsias.exact_fit_size = 50
+    _fit(titsias)
+    assert not torch.allclose(
+        titsias.covar_module.lengthscale, ref.covar_module.lengthscale, rtol=1e-2
+    )
