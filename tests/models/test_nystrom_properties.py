@@ -81,6 +81,17 @@ class Case:
         r"""The floating point type of the data."""
         return self.X.dtype
 
+    def on(self, tkwargs: dict) -> Case:
+        r"""The same case on the device of ``tkwargs`` (the dtype stays drawn)."""
+        device = tkwargs["device"]
+        return Case(
+            self.X.to(device),
+            self.Y.to(device),
+            self.Xt.to(device),
+            self.lengthscale,
+            self.noise,
+        )
+
 
 @st.composite
 def cases(draw, dtypes=(torch.float32, torch.float64), min_n=2, clusters=True) -> Case:
@@ -163,7 +174,8 @@ def _eps(dtype: torch.dtype) -> float:
 
 @profile
 @given(case=cases(), fraction=st.floats(0.05, 1.0))
-def test_posterior_is_finite_and_covariance_psd(case: Case, fraction: float):
+def test_posterior_is_finite_and_covariance_psd(tkwargs, case: Case, fraction: float):
+    case = case.on(tkwargs)
     model = _nystrom(case, _inducing_subset(case, fraction))
     post = model.posterior(case.Xt)
     mean, covar = post.mean, post.covariance_matrix
@@ -177,7 +189,10 @@ def test_posterior_is_finite_and_covariance_psd(case: Case, fraction: float):
 
 @profile
 @given(case=cases(), fraction=st.floats(0.05, 1.0))
-def test_variance_between_zero_and_prior_plus_noise(case: Case, fraction: float):
+def test_variance_between_zero_and_prior_plus_noise(
+    tkwargs, case: Case, fraction: float
+):
+    case = case.on(tkwargs)
     model = _nystrom(case, _inducing_subset(case, fraction))
     var = model.posterior(case.Xt).variance
     noisy = model.posterior(case.Xt, observation_noise=True).variance
@@ -191,7 +206,8 @@ def test_variance_between_zero_and_prior_plus_noise(case: Case, fraction: float)
 
 @profile
 @given(case=cases(dtypes=(torch.float64,), clusters=False))
-def test_every_input_inducing_equals_single_task_gp(case: Case):
+def test_every_input_inducing_equals_single_task_gp(tkwargs, case: Case):
+    case = case.on(tkwargs)
     # Issue 15's target: 1e-6 relative for noise >= 1e-6. Inputs are spread
     # (lengthscales up to 1e3 still make K_SS numerically singular); tight
     # clusters are beyond the target (see test_nystrom_accuracy.py).
@@ -211,7 +227,8 @@ def test_every_input_inducing_equals_single_task_gp(case: Case):
     fraction=st.floats(0.1, 1.0),
     split=st.floats(0.3, 0.9),
 )
-def test_condition_on_observations_equals_a_rebuild(case, fraction, split):
+def test_condition_on_observations_equals_a_rebuild(tkwargs, case, fraction, split):
+    case = case.on(tkwargs)
     n = case.X.shape[0]
     k = min(n - 1, max(1, int(split * n)))
     inducing = _inducing_subset(case, fraction)
