@@ -58,6 +58,7 @@ from botorch.test_functions.synthetic import SyntheticTestFunction
 from gpytorch.mlls import VariationalELBO
 from torch import Tensor
 
+from botorch_sketch.benchmarks.cv_problem import CrossValidatedAccuracy
 from botorch_sketch.bo import (
     BOTrace,
     CountTrigger,
@@ -69,7 +70,7 @@ from botorch_sketch.bo import (
 from botorch_sketch.models import GradientSubsetGP, NystromGP, fit_gss_nystrom
 from botorch_sketch.sketching.subset import RandomSubset
 
-#: Problems, maximised (BoTorch's test functions, negated).
+#: Problems, maximised (BoTorch's test functions negated; accuracy as it is).
 PROBLEMS: dict[str, Callable[[], SyntheticTestFunction]] = {
     "Hartmann-6": lambda: Hartmann(dim=6, noise_std=0.1, negate=True),
     "Ackley-20": lambda: Ackley(dim=20, negate=True),
@@ -77,6 +78,8 @@ PROBLEMS: dict[str, Callable[[], SyntheticTestFunction]] = {
     # BoTorch's Powell sums over floor(d / 4) blocks: dimensions 49-50 are inert.
     "Powell-50": lambda: Powell(dim=50, negate=True),
     "Rastrigin-100": lambda: Rastrigin(dim=100, negate=True),
+    # The real task: an RBF SVM's 3-fold accuracy on breast_cancer, as ``tune``.
+    "SVM-breast-cancer": lambda: CrossValidatedAccuracy("breast_cancer", "svm"),
 }
 
 EXACT, SKETCH, INCREMENTAL = "SingleTaskGP", "NystromGP", "NystromGP incremental"

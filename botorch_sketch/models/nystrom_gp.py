@@ -70,6 +70,7 @@ from botorch_sketch.models.validation import (
 )
 from botorch_sketch.sketching.dtc import (
     DTCPosterior,
+    DTCReadout,
     DTCStatistics,
     posterior_variance,
 )
@@ -275,6 +276,8 @@ class NystromGP(GPyTorchModel, GP, FantasizeMixin):
         self._extra_statistics: DTCStatistics | None = None
         # The embedding and weight posterior; an ``OnlineDTC`` once conditioned.
         self._cache: tuple[NystromEmbedding, DTCPosterior | OnlineDTC] | None = None
+        # The readout folded from ``_cache``, with the cache it was folded from.
+        self._readout: tuple[tuple, DTCReadout] | None = None
         self.to(train_X)
         self._retransform_targets()
         if fit_subset_size is not None:
@@ -514,6 +517,15 @@ class NystromGP(GPyTorchModel, GP, FantasizeMixin):
                 self._cache = (embedding, DTCPosterior(stats))
         return self._cache
 
+    def _posterior_readout(self) -> DTCReadout:
+        # Folded once per posterior state: every ``_cache`` change (refit, new
+        # data, conditioning) makes a new tuple, which a held reference tells.
+        cache = self._posterior_state()
+        if self._readout is None or self._readout[0] is not cache:
+            with torch.no_grad():
+                self._readout = (cache, DTCReadout(*cache))
+        return self._readout[1]
+
     def _fitting_subset(self, size: int) -> NystromGP:
         # A model on ``size`` random training points that shares this model's
         # kernel, mean and likelihood (fitting it fits them), with inputs and
@@ -728,10 +740,9 @@ class NystromGP(GPyTorchModel, GP, FantasizeMixin):
         self.eval()
         check_test_inputs(X, self.train_X.shape[-1])
         X = self.transform_inputs(X)
-        embedding, state = self._posterior_state()
-        Z = embedding(X)
-        covar = state.covariance(Z, self.covar_module(X).to_dense())
-        mean = self.mean_module(X) + state.mean(Z)
+        readout = self._posterior_readout()
+        delta, covar = readout(X, self.covar_module(X).to_dense())
+        mean = self.mean_module(X) + delta
         # Fantasies share a covariance (it does not depend on the outcomes): the
         # expansion over them is a view.
         shape = torch.broadcast_shapes(mean.shape, covar.shape[:-1])

@@ -7,7 +7,12 @@ nothing here knows about BoTorch models.
 """
 
 from botorch_sketch.sketching.confidence import bkb_width
-from botorch_sketch.sketching.dtc import DTCPosterior, DTCStatistics, posterior_variance
+from botorch_sketch.sketching.dtc import (
+    DTCPosterior,
+    DTCReadout,
+    DTCStatistics,
+    posterior_variance,
+)
 from botorch_sketch.sketching.features import (
     FeatureMap,
     IdentityFeatures,
@@ -79,6 +84,7 @@ __all__ = [
     "SGDLeastSquares",
     "Schedule",
     "DTCPosterior",
+    "DTCReadout",
     "DTCStatistics",
     "FixedSelector",
     "GreedyVarianceSelector",

@@ -185,12 +185,25 @@ class NystromEmbedding:
         """
         if self.dim == 0:
             return X.new_zeros(*X.shape[:-1], 0)
+        return self.kernel_rows(X) @ self.root
+
+    def kernel_rows(self, X: Tensor) -> Tensor:
+        r"""The kernel between inputs and the inducing set, ``k_S(x)^T``.
+
+        Args:
+            X: A ``batch_shape x n x d`` tensor of (input-transformed) points.
+
+        Returns:
+            A ``batch_shape x n x m`` tensor; ``z(x) = root^T k_S(x)``.
+        """
+        if self.num_inducing == 0:
+            return X.new_zeros(*X.shape[:-1], 0)
         # The kernel has no batch dimensions, so the rows of all batches are one
         # block: gpytorch would otherwise broadcast the inducing points to every
         # batch (a b x m x d copy, and more for its distance computation).
         rows = X.reshape(-1, X.shape[-1])
         K_XS = kernel_matrix(self.kernel, rows, self.inducing_points)
-        return (K_XS @ self.root).reshape(*X.shape[:-1], self.dim)
+        return K_XS.reshape(*X.shape[:-1], self.num_inducing)
 
     def residual_variance(self, X: Tensor, Z: Tensor | None = None) -> Tensor:
         r"""The prior variance the embedding misses, ``k(x, x) - ||z(x)||^2 >= 0``.

@@ -1,7 +1,9 @@
+import math
 import warnings
 
 import pytest
 import torch
+from botorch.exceptions.errors import InputDataError
 
 from botorch_sketch.benchmarks import bo
 from botorch_sketch.benchmarks.__main__ import main
@@ -72,3 +74,50 @@ def test_other_budgets_only_for_bo():
 def test_unknown_method_is_named():
     with pytest.raises(KeyError, match="Unknown method"):
         bo._spec("NoSuchGP", bo.BUDGETS["small"], seed=0)
+
+
+def test_the_real_task_is_a_deterministic_accuracy_in_log_units():
+    pytest.importorskip("sklearn")
+    problem = bo.PROBLEMS["SVM-breast-cancer"]()
+    assert problem.dim == 2 and problem.optimal_value == 1.0
+    # log10 units: C in [1e-3, 1e3], gamma in [1e-5, 1].
+    torch.testing.assert_close(
+        problem.bounds, torch.tensor([[-3.0, -5.0], [3.0, 0.0]], dtype=torch.double)
+    )
+    X = torch.tensor([[0.0, -2.0], [-3.0, 0.0]], dtype=torch.double)
+    assert problem.parameters(X[0]) == {"C": 1.0, "gamma": 0.01}
+    values = problem(X)
+    assert ((values > 0) & (values <= 1)).all()
+    assert values[0] > 0.9 > values[1]  # a sensible SVM beats a degenerate one
+    torch.testing.assert_close(problem(X, noise=False), values)
+    assert len(problem._memo) == 2
+
+
+def test_the_real_task_rounds_integer_parameters():
+    problem = bo.CrossValidatedAccuracy("digits", "knn")
+    params = problem.parameters(torch.tensor([math.log10(7.4), 2.0]))
+    assert params == {"n_neighbors": 7, "minkowski_p": 2.0}
+
+
+def test_the_real_task_names_unknown_estimators():
+    with pytest.raises(InputDataError, match="Unknown dataset"):
+        bo.CrossValidatedAccuracy("breast_cancer", "no-such-estimator")
+
+
+def test_a_short_loop_runs_on_the_real_task(tiny):
+    pytest.importorskip("sklearn")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        trace = bo.run_bo(
+            bo.PROBLEMS["SVM-breast-cancer"](),
+            bo._spec(bo.SKETCH, bo.BUDGETS[tiny], seed=0),
+            iterations=2,
+            num_initial=6,
+            q=2,
+            seed=0,
+            num_restarts=1,
+            raw_samples=16,
+            progress=False,
+        )
+    assert trace.num_iterations == 2
+    assert ((trace.simple_regret >= 0) & (trace.simple_regret < 1)).all()

@@ -17,15 +17,17 @@ def test_add_inducing_points_equals_a_model_built_with_that_set(tkwargs):
     model = NystromGP(X, Y)
     before = model.inducing_index.tolist()
     outside = [i for i in range(30) if i not in before][:3]
+    Xt = torch.rand(4, 2, generator=torch.Generator().manual_seed(1)).to(X)
+    stale = model.posterior(Xt)  # folds a readout that the growth must replace
     # A duplicate of a current row is ignored; new rows are appended.
     model.add_inducing_points(torch.tensor([before[0], *outside]))
     assert model.inducing_index.tolist() == before + outside
     reference = NystromGP(X, Y, inducing=X[model.inducing_index])
     reference.load_state_dict(model.state_dict())
-    Xt = torch.rand(4, 2, generator=torch.Generator().manual_seed(1)).to(X)
-    torch.testing.assert_close(
-        model.posterior(Xt).mean, reference.posterior(Xt).mean, rtol=1e-9, atol=1e-9
-    )
+    grown, rebuilt = model.posterior(Xt), reference.posterior(Xt)
+    torch.testing.assert_close(grown.mean, rebuilt.mean, rtol=1e-9, atol=1e-9)
+    torch.testing.assert_close(grown.variance, rebuilt.variance, rtol=1e-9, atol=1e-9)
+    assert not torch.allclose(stale.variance, grown.variance, rtol=0, atol=1e-12)
 
 
 def test_add_inducing_points_rejects_bad_rows(tkwargs):

@@ -6,8 +6,10 @@ from gpytorch.kernels import RBFKernel, ScaleKernel
 
 from botorch_sketch.sketching import (
     DTCPosterior,
+    DTCReadout,
     DTCStatistics,
     NystromEmbedding,
+    OnlineDTC,
     posterior_variance,
 )
 
@@ -172,3 +174,64 @@ def test_variance_is_never_negative_in_float32():
         var = posterior_variance(emb, post, X)
     assert var.dtype == torch.float32
     assert var.min() >= 0
+
+
+@pytest.mark.parametrize("inducing", [5, 30])
+def test_readout_equals_embedding_and_posterior(inducing, tkwargs):
+    # The folded readout is the same posterior as embedding + weight posterior,
+    # for a factorised posterior, an online one after a Woodbury step, the
+    # exact case (every input inducing) and batched test points.
+    k = _kernel()
+    X, r, noise = _data(n=30, **tkwargs)
+    Xt = torch.rand(4, 6, 2, **tkwargs)
+    with torch.no_grad():
+        emb = NystromEmbedding(k, X[:inducing])
+        post = DTCPosterior(DTCStatistics.from_data(emb, X, r, noise))
+        online = OnlineDTC.from_posterior(post)
+        Xn = torch.rand(3, 2, **tkwargs)
+        online.absorb(
+            emb, Xn, torch.randn(3, **tkwargs), torch.full((3,), 0.1, **tkwargs)
+        )
+        K = k(Xt).to_dense()
+        Zt = emb(Xt)
+        for state in (post, online):
+            readout = DTCReadout(emb, state)
+            assert readout.covariance_root is not None
+            mean, cov = readout(Xt, K)
+            torch.testing.assert_close(mean, state.mean(Zt), rtol=0, atol=1e-10)
+            torch.testing.assert_close(cov, state.covariance(Zt, K), rtol=0, atol=1e-10)
+        if inducing == 30:
+            exact_mean, exact_cov = _exact(k, X, r, noise, Xt)
+            mean, cov = DTCReadout(emb, post)(Xt, K)
+            torch.testing.assert_close(mean, exact_mean, rtol=1e-7, atol=1e-9)
+            torch.testing.assert_close(cov, exact_cov, rtol=1e-7, atol=1e-9)
+
+
+def test_readout_of_a_batched_posterior_reads_through_the_embedding(tkwargs):
+    k = _kernel()
+    X, r, noise = _data(n=20, **tkwargs)
+    emb = NystromEmbedding(k, X[:5])
+    with torch.no_grad():
+        rf = r.expand(4, 20) + 0.1 * torch.randn(4, 20, **tkwargs)
+        post = DTCPosterior(DTCStatistics.from_data(emb, X, rf, noise))
+        readout = DTCReadout(emb, post)
+        assert readout.covariance_root is None  # not folded per fantasy
+        Xt = torch.rand(3, 2, **tkwargs)
+        K = k(Xt).to_dense()
+        mean, cov = readout(Xt, K)
+        assert mean.shape == (4, 3)
+        torch.testing.assert_close(mean, post.mean(emb(Xt)))
+        torch.testing.assert_close(cov, post.covariance(emb(Xt), K))
+
+
+def test_readout_of_an_empty_inducing_set_is_the_prior(tkwargs):
+    k = _kernel()
+    X, r, noise = _data(n=10, **tkwargs)
+    emb = NystromEmbedding(k, X[:0])
+    with torch.no_grad():
+        post = DTCPosterior(DTCStatistics.from_data(emb, X, r, noise))
+        Xt = torch.rand(3, 2, **tkwargs)
+        K = k(Xt).to_dense()
+        mean, cov = DTCReadout(emb, post)(Xt, K)
+    torch.testing.assert_close(mean, torch.zeros(3, **tkwargs))
+    torch.testing.assert_close(cov, K)
