@@ -121,6 +121,11 @@ BENCHMARKS: dict[str, tuple[str, Callable[[str, str], tuple[str, list[str]]]]] =
 
 #: The budgets every benchmark has.
 BOTH = ("small", "large")
+#: Budgets of one benchmark only.
+EXTRA: dict[str, list[str]] = {
+    "bo": [b for b in bo.BUDGETS if b not in BOTH],
+    "gssbo": [b for b in gssbo.BUDGETS if b not in BOTH],
+}
 
 
 def _section(name: str, text: str, figures: list[str], relative_to: str) -> str:
@@ -192,10 +197,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("benchmark", nargs="?", choices=[*BENCHMARKS, "all"])
     parser.add_argument(
         "--budget",
-        choices=["small", "large", *(b for b in bo.BUDGETS if b not in BOTH)],
+        choices=["small", "large", *(b for names in EXTRA.values() for b in names)],
         default="small",
-        help="small or large; the bo benchmark also has "
-        + ", ".join(b for b in bo.BUDGETS if b not in BOTH),
+        help="small or large; also "
+        + "; ".join(f"{k}: {', '.join(v)}" for k, v in EXTRA.items()),
     )
     parser.add_argument("--out", default="benchmark-results")
     parser.add_argument(
@@ -213,8 +218,12 @@ def main(argv: list[str] | None = None) -> int:
         collect(args.collect, args.budget, args.to)
         return 0
     names = list(BENCHMARKS) if args.benchmark in (None, "all") else [args.benchmark]
-    if args.budget not in BOTH and names != ["bo"]:
-        parser.error(f"--budget {args.budget} is a budget of the bo benchmark only.")
+    if args.budget not in BOTH:
+        owner = next(k for k, v in EXTRA.items() if args.budget in v)
+        if names != [owner]:
+            parser.error(
+                f"--budget {args.budget} is a budget of the {owner} benchmark only."
+            )
     os.makedirs(args.out, exist_ok=True)
     sections = []
     for name in names:

@@ -5,6 +5,7 @@ from botorch_sketch.models import pathwise  # noqa: F401 (registers NystromGP)
 from botorch_sketch.models.gradient_subset_gp import (
     GradientSubsetGP,
     feature_residual_gradients,
+    hyperparameter_gradients,
     scalar_residual_gradients,
 )
 from botorch_sketch.models.gss_nystrom import fit_gss_nystrom, nystrom_from_subset
@@ -19,6 +20,7 @@ __all__ = [
     "SGDLinearModel",
     "feature_residual_gradients",
     "fit_gss_nystrom",
+    "hyperparameter_gradients",
     "nystrom_from_subset",
     "scalar_residual_gradients",
     "ucb_action",

@@ -1,4 +1,7 @@
+import pytest
+
 from botorch_sketch.benchmarks import gssbo
+from botorch_sketch.benchmarks.__main__ import main
 
 
 def test_gssbo_benchmark_runs_and_reports_ratios(monkeypatch, tmp_path):
@@ -29,3 +32,37 @@ def test_gssbo_benchmark_runs_and_reports_ratios(monkeypatch, tmp_path):
     assert "test machine" in text and gssbo.FULL not in text.split("Absolute")[0]
     paths = gssbo.plot(rows, str(tmp_path / "g"))
     assert len(paths) == 1 and (tmp_path / "g-Hartmann-6.png").stat().st_size > 0
+
+
+def test_the_interpretations_run_and_compare_against_random(monkeypatch):
+    methods = gssbo.BUDGETS["interpretations"].methods
+    assert methods == [gssbo.GSS, gssbo.GSS_HYPER, gssbo.GREEDY, gssbo.RANDOM]
+    tiny = gssbo.Budget(
+        ["Hartmann-6"],
+        4,
+        [0],
+        subset_size=7,
+        num_initial=5,
+        maxiter=20,
+        num_restarts=1,
+        raw_samples=16,
+        methods=methods,
+    )
+    monkeypatch.setitem(gssbo.BUDGETS, "tiny", tiny)
+    rows = gssbo.run("tiny")
+    assert [r.method for r in rows] == methods
+    for row in rows:
+        assert row.traces[0].train_size == [5, 6, 7, 7]
+    # No full GP in this budget: its ratios are left blank, random's are given.
+    line = next(
+        x
+        for x in gssbo.render(rows, "m").splitlines()
+        if x.startswith(f"| Hartmann-6 | {gssbo.GSS_HYPER}")
+    )
+    cells = [c.strip() for c in line.split("|")]
+    assert cells[3] == "-" and cells[6] != "-"
+
+
+def test_an_extra_budget_belongs_to_its_benchmark():
+    with pytest.raises(SystemExit):
+        main(["bo", "--budget", "interpretations"])

@@ -1,5 +1,6 @@
 import inspect
 
+import gpytorch
 import pytest
 import torch
 from botorch.acquisition import qKnowledgeGradient, qLogNoisyExpectedImprovement
@@ -15,6 +16,7 @@ from gpytorch.mlls import ExactMarginalLogLikelihood
 from botorch_sketch import GradientSubsetGP, RandomSubset
 from botorch_sketch.models.gradient_subset_gp import (
     feature_residual_gradients,
+    hyperparameter_gradients,
     scalar_residual_gradients,
 )
 from botorch_sketch.sketching.kernels import kernel_matrix
@@ -119,6 +121,30 @@ def _transformed(model):
 
 def _noise(model):
     return model.likelihood.noise.reshape(-1)[:1].expand(model.full_train_X.shape[0])
+
+
+def test_hyperparameter_gradients_equal_autograd_per_observation(tkwargs):
+    X, Y = _data(tkwargs, n=60)
+    model = _fit(_model(X, Y, gradient=hyperparameter_gradients)).eval()
+    Xt, Yt = _transformed(model)
+    before = [p.detach().clone() for p in model.parameters()]
+    G = hyperparameter_gradients(model, Xt, Yt, _noise(model))
+    params = [p for p in model.parameters() if p.requires_grad]
+    assert G.shape == (60, sum(p.numel() for p in params))
+    for p, b in zip(model.parameters(), before, strict=True):
+        assert torch.equal(p.detach(), b)  # restored
+    for i in (0, 17, 59):  # inside and outside the subset
+        model.train()
+        model.eval()
+        # gpytorch detaches its test caches by default: the solve against the
+        # training data must carry gradients too.
+        with gpytorch.settings.detach_test_caches(False):
+            latent = model(Xt[i : i + 1])
+            var = latent.variance + model.likelihood.noise.reshape(-1)
+            density = -0.5 * (var.log() + (Yt[i : i + 1] - latent.mean).pow(2) / var)
+            grads = torch.autograd.grad(density.sum(), params)
+        expected = torch.cat([g.reshape(-1) for g in grads])
+        torch.testing.assert_close(G[i], expected, rtol=1e-5, atol=1e-7)
 
 
 def test_residuals_match_the_posterior_predictive(tkwargs):
