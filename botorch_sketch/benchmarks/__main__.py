@@ -125,6 +125,7 @@ BOTH = ("small", "large")
 EXTRA: dict[str, list[str]] = {
     "bo": [b for b in bo.BUDGETS if b not in BOTH],
     "gssbo": [b for b in gssbo.BUDGETS if b not in BOTH],
+    "iteration": [b for b in iteration.BUDGETS if b not in BOTH],
 }
 
 
