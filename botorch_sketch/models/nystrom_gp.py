@@ -266,7 +266,12 @@ class NystromGP(GPyTorchModel, GP, FantasizeMixin):
                 "inducing must be an InducingSelector, a tensor of inducing inputs, "
                 f"or None; got {type(inducing).__name__}."
             )
-        self.inducing_index: Tensor | None = None
+        self._inducing_index: Tensor | None = None
+        # The first choice waits until a posterior or a fit needs a set: a fit of
+        # at most ``exact_fit_size`` points never does (it fits the exact
+        # likelihood, then chooses once), and at n = 600 that first choice at
+        # the default hyperparameters cost a tenth of the fit.
+        self._initial_selection_pending = False
         # Whether ``inducing_index`` holds every distinct training input (set by
         # the rule's choice): the DTC posterior is then the exact GP's.
         self._every_input_inducing = False
@@ -282,7 +287,7 @@ class NystromGP(GPyTorchModel, GP, FantasizeMixin):
         self._retransform_targets()
         if fit_subset_size is not None:
             self.fit_subset_size = fit_subset_size
-        self.select_inducing_points(max_size=self.initial_max_inducing)
+        self._initial_selection_pending = True
 
     # ------------------------------------------------------------------ data
 
@@ -335,6 +340,23 @@ class NystromGP(GPyTorchModel, GP, FantasizeMixin):
         X = self._transform_like_training(self.train_X)
         return self._inducing_inputs(X)
 
+    @property
+    def inducing_index(self) -> Tensor | None:
+        r"""Training rows of the inducing inputs (None for given inducing inputs).
+
+        The rule's first choice is made here, at the current hyperparameters and
+        of at most ``initial_max_inducing`` points, when nothing has chosen a set
+        yet.
+        """
+        if self._initial_selection_pending:
+            self.select_inducing_points(max_size=self.initial_max_inducing)
+        return self._inducing_index
+
+    @inducing_index.setter
+    def inducing_index(self, value: Tensor | None) -> None:
+        self._initial_selection_pending = False
+        self._inducing_index = value
+
     def _inducing_inputs(self, transformed_X: Tensor) -> Tensor:
         if self._fixed_inducing is not None:
             return self._transform_like_training(self._fixed_inducing)
@@ -362,6 +384,7 @@ class NystromGP(GPyTorchModel, GP, FantasizeMixin):
             raise UnsupportedError(
                 "A fantasy model keeps the inducing set it was conditioned with."
             )
+        self._initial_selection_pending = False
         if isinstance(self._rule, FixedSelector):
             # Its indices are row numbers of the data, not positions among the
             # distinct inputs of the fitting subset that other rules choose from.
@@ -379,10 +402,10 @@ class NystromGP(GPyTorchModel, GP, FantasizeMixin):
                     first.shape[0], dtype=X.dtype, device=X.device
                 ).index_add(0, inverse, self._train_noise()[rows].reciprocal())
                 current = None
-                if self.inducing_index is not None:
+                if self._inducing_index is not None:
                     position = torch.full_like(self.train_X[:, 0], -1, dtype=torch.long)
                     position[rows] = torch.arange(rows.numel(), device=rows.device)
-                    inside = position[self.inducing_index]
+                    inside = position[self._inducing_index]
                     current = inverse[inside[inside >= 0]].unique()
                 chosen = self._rule.select(
                     X[first],
@@ -646,6 +669,8 @@ class NystromGP(GPyTorchModel, GP, FantasizeMixin):
             and self._rule.depends_on_hyperparameters
             and self.train_X.shape[0] <= self.exact_fit_size
         )
+        if not small:
+            _ = self.inducing_index  # the first choice, if none was made yet
         if small or self._covers_most():
             return self._fit_exact(
                 mll, closure, closure_kwargs, optimizer_kwargs, **kwargs
@@ -895,7 +920,7 @@ class NystromGP(GPyTorchModel, GP, FantasizeMixin):
         # the posterior cache (O(n m^2) to rebuild) is dropped only if that moved
         # or cast something (``Tensor.to`` returns the same tensor otherwise).
         moved = False
-        for name in (*_DATA_ATTRIBUTES, "_fixed_inducing", "inducing_index"):
+        for name in (*_DATA_ATTRIBUTES, "_fixed_inducing", "_inducing_index"):
             value = getattr(self, name, None)
             if value is not None:
                 converted = fn(value)
