@@ -33,6 +33,7 @@ from botorch_sketch.benchmarks import (
     scale,
     throughput,
     tuning,
+    tuning_peers,
 )
 
 
@@ -103,6 +104,10 @@ def _tuning(budget: str, stem: str) -> tuple[str, list[str]]:
     return tuning.report(budget, stem, machine())
 
 
+def _tuning_peers(budget: str, stem: str) -> tuple[str, list[str]]:
+    return tuning_peers.report(budget, stem, machine(threads=1))
+
+
 #: Each benchmark: (title, runner writing its figures and returning its tables).
 BENCHMARKS: dict[str, tuple[str, Callable[[str, str], tuple[str, list[str]]]]] = {
     "inference": ("NystromGP against SingleTaskGP, SVGP and SGPR", _inference),
@@ -116,6 +121,16 @@ BENCHMARKS: dict[str, tuple[str, Callable[[str, str], tuple[str, list[str]]]]] =
     "throughput": ("The posterior over many candidates against matmul", _throughput),
     "fantasies": ("Fantasies by Woodbury steps against refactorising", _fantasies),
     "tuning": ("botorch-sketch tune against Ax's default model", _tuning),
+    "tuning-peers": (
+        "Our samplers against GPSampler, TPESampler, BoTorchSampler and Ax",
+        _tuning_peers,
+    ),
+}
+
+#: Budgets of one benchmark beyond small and large.
+EXTRA_BUDGETS = {
+    "bo": [b for b in bo.BUDGETS if b not in ("small", "large")],
+    "tuning-peers": [b for b in tuning_peers.BUDGETS if b not in ("small", "large")],
 }
 
 
@@ -192,10 +207,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("benchmark", nargs="?", choices=[*BENCHMARKS, "all"])
     parser.add_argument(
         "--budget",
-        choices=["small", "large", *(b for b in bo.BUDGETS if b not in BOTH)],
+        choices=["small", "large", *(b for v in EXTRA_BUDGETS.values() for b in v)],
         default="small",
-        help="small or large; the bo benchmark also has "
-        + ", ".join(b for b in bo.BUDGETS if b not in BOTH),
+        help="small or large; "
+        + "; ".join(
+            f"the {name} benchmark also has " + ", ".join(budgets)
+            for name, budgets in EXTRA_BUDGETS.items()
+        ),
     )
     parser.add_argument("--out", default="benchmark-results")
     parser.add_argument(
@@ -213,8 +231,11 @@ def main(argv: list[str] | None = None) -> int:
         collect(args.collect, args.budget, args.to)
         return 0
     names = list(BENCHMARKS) if args.benchmark in (None, "all") else [args.benchmark]
-    if args.budget not in BOTH and names != ["bo"]:
-        parser.error(f"--budget {args.budget} is a budget of the bo benchmark only.")
+    owners = [n for n, budgets in EXTRA_BUDGETS.items() if args.budget in budgets]
+    if args.budget not in BOTH and names != owners[:1]:
+        parser.error(
+            f"--budget {args.budget} is a budget of the {owners[0]} benchmark only."
+        )
     os.makedirs(args.out, exist_ok=True)
     sections = []
     for name in names:
