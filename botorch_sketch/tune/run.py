@@ -970,12 +970,16 @@ class _AxRun:
 class _OptunaRun:
     # The Optuna side: a study in an SQLite file (botorch_sketch.tune.study).
     def __init__(self, checkpoint: str, config: TuneConfig, resume: bool) -> None:
-        import optuna
+        try:
+            import optuna
 
-        from botorch_sketch.tune.study import StudyRun
-
-        if not resume and os.path.exists(checkpoint):
-            os.unlink(checkpoint)  # --overwrite, under the lock
+            from botorch_sketch.tune.study import StudyRun, remove
+        except ImportError:
+            raise TuneError(
+                "--backend optuna needs Optuna: pip install -e '.[optuna]' in a clone"
+            ) from None
+        if not resume:
+            remove(checkpoint)  # --overwrite, under the lock
         self.verbosity = optuna.logging.get_verbosity()
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         try:

@@ -17,6 +17,7 @@ or Optuna's ``GPSampler`` (``default``); it supports several objectives.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Mapping
 from typing import Any
@@ -43,6 +44,25 @@ def _storage(path: str) -> Any:
     return optuna.storages.RDBStorage(url=f"sqlite:///{os.path.abspath(path)}")
 
 
+def _has_study_tables(path: str) -> bool:
+    import sqlite3
+
+    try:
+        uri = f"file:{os.path.abspath(path)}?mode=ro"
+        with contextlib.closing(sqlite3.connect(uri, uri=True)) as db:
+            names = {r[0] for r in db.execute("SELECT name FROM sqlite_master")}
+    except sqlite3.Error:
+        return False
+    return {"studies", "trials"} <= names
+
+
+def remove(path: str) -> None:
+    r"""Remove an SQLite checkpoint and the journal files SQLite may have left."""
+    for name in (path, f"{path}-journal", f"{path}-wal", f"{path}-shm"):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(name)
+
+
 def read_study_record(path: str) -> dict[str, Any]:
     r"""This run's record (settings and trials) from an Optuna checkpoint.
 
@@ -51,6 +71,9 @@ def read_study_record(path: str) -> dict[str, Any]:
     """
     import optuna
 
+    if not _has_study_tables(path):
+        # Opening it with Optuna would add Optuna's tables to someone's file.
+        raise ValueError("not an Optuna storage")
     try:
         study = optuna.load_study(study_name=STUDY, storage=_storage(path))
     except Exception as e:  # SQLAlchemy and Optuna raise many kinds

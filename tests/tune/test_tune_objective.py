@@ -1,3 +1,4 @@
+import contextlib
 import json
 import math
 import os
@@ -307,3 +308,23 @@ def test_space_round_trips_through_the_checkpoint_format():
 
     assert parse_space([to_dict(p) for p in params]) == params
     assert math.isclose(params[1].high, 10) and params[1].log
+
+
+def test_optuna_overwrite_and_foreign_sqlite_files(space_file, tmp_path, capsys):
+    import sqlite3
+
+    path = tmp_path / "run.db"
+    argv = ["--objective", "toy_objectives:quadratic", "--space", space_file]
+    argv += ["--backend", "optuna", "--initial", "3", "--checkpoint", str(path)]
+    assert tune(*argv, "--trials", "3", *FAST) == 0
+    assert tune(*argv, "--trials", "2", "--overwrite", *FAST) == 0
+    assert len(_study(path).trials) == 2
+    # Someone else's SQLite file is named, and left as it was.
+    foreign = tmp_path / "foreign.sqlite"
+    with contextlib.closing(sqlite3.connect(foreign)) as db:
+        db.execute("CREATE TABLE t (x)")
+    assert tune("--checkpoint", str(foreign), "--resume", *FAST) == 2
+    assert "is an SQLite file but not an Optuna storage" in capsys.readouterr().err
+    with contextlib.closing(sqlite3.connect(foreign)) as db:
+        tables = [r[0] for r in db.execute("SELECT name FROM sqlite_master")]
+    assert tables == ["t"]
