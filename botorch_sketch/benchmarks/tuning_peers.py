@@ -149,6 +149,9 @@ class Budget:
     initial: int = 10
     #: Each run and timing in a process of its own (peak memory per method).
     isolate: bool = True
+    #: Time the methods taking turns in one process (:func:`time_interleaved`):
+    #: fair ratios on a shared machine, but one peak memory for all.
+    interleave: bool = True
     #: Ax's and SketchSampler's optimiser settings (None: their defaults).
     num_restarts: int | None = None
     raw_samples: int | None = None
@@ -365,6 +368,77 @@ def sobol_history(
     return history
 
 
+class _Timer:
+    # One method's study (or Ax client) fed the Sobol history, timed on demand.
+    def __init__(self, method: str, budget: Budget, history: list) -> None:
+        self.method, self.budget, self.history = method, budget, history
+        self.result = TimeResult(method)
+        self.attached = 0
+        self.times: list[float] = []
+        task = TASKS[budget.timed_task]
+        if method in OPTUNA:
+            import optuna
+
+            optuna.logging.set_verbosity(optuna.logging.ERROR)
+            self.distributions = _distributions(task)
+            self.study = optuna.create_study(
+                direction="maximize", sampler=_optuna_sampler(method, 0, budget)
+            )
+        else:
+            self.client, self.strategy = _ax_client(method, task, 0, budget)
+
+    def attach(self, setting: dict[str, Any], score: float) -> None:
+        if self.method in OPTUNA:
+            from optuna.trial import create_trial
+
+            trial = create_trial(
+                params=setting, distributions=self.distributions, value=score
+            )
+            self.study.add_trial(trial)
+        else:
+            from botorch_sketch.tune.run import METRIC
+
+            index = self.client.attach_trial(setting)
+            self.client.complete_trial(trial_index=index, raw_data={METRIC: score})
+
+    def prepare(self, n: int) -> None:
+        # Attach the history up to the first timed suggestion before trial n.
+        first = max(0, n - self.budget.repeats)
+        for setting, score in self.history[self.attached : first]:
+            self.attach(setting, score)
+        self.attached = max(self.attached, first)
+        self.times = []
+        if self.method not in OPTUNA:
+            # A new strategy on the client's trials, as ``tuning`` times Ax.
+            self.client.set_generation_strategy(self.strategy(True))
+
+    def time_one(self, n: int) -> None:
+        # Time one suggestion (then discarded), then attach one more trial.
+        begin = time.perf_counter()
+        try:
+            if self.method in OPTUNA:
+                from optuna.trial import TrialState
+
+                trial = self.study.ask(self.distributions)
+                self.study.tell(trial, state=TrialState.FAIL)
+            else:
+                ((index, _),) = self.client.get_next_trials(max_trials=1).items()
+                self.client.mark_trial_abandoned(index)
+        except Exception as e:  # a failed fit is a result, not the end
+            self.result.failures[n] = f"{type(e).__name__}: {e}"[:200]
+        else:
+            self.times.append(time.perf_counter() - begin)
+        self.attach(*self.history[self.attached])
+        self.attached += 1
+
+    def finish(self, n: int) -> bool:
+        # Record the median at n; whether the method goes on to larger N.
+        if self.times:
+            self.result.seconds[n] = statistics.median(self.times)
+            return self.result.seconds[n] <= self.budget.suggest_cap_s
+        return True
+
+
 def time_suggestions(
     method: str,
     budget: Budget,
@@ -380,66 +454,44 @@ def time_suggestions(
     Returns:
         The medians, for each N reached before the cap.
     """
-    task = TASKS[budget.timed_task]
-    result = TimeResult(method)
-    attached = 0
-    if method in OPTUNA:
-        import optuna
-        from optuna.trial import TrialState, create_trial
-
-        optuna.logging.set_verbosity(optuna.logging.ERROR)
-        distributions = _distributions(task)
-        study = optuna.create_study(
-            direction="maximize", sampler=_optuna_sampler(method, 0, budget)
-        )
-
-        def attach(setting: dict[str, Any], score: float) -> None:
-            study.add_trial(
-                create_trial(params=setting, distributions=distributions, value=score)
-            )
-
-        def suggest() -> None:
-            trial = study.ask(distributions)
-            study.tell(trial, state=TrialState.FAIL)
-
-    else:
-        from botorch_sketch.tune.run import METRIC
-
-        client, strategy = _ax_client(method, task, 0, budget)
-
-        def attach(setting: dict[str, Any], score: float) -> None:
-            index = client.attach_trial(setting)
-            client.complete_trial(trial_index=index, raw_data={METRIC: score})
-
-        def suggest() -> None:
-            ((index, _),) = client.get_next_trials(max_trials=1).items()
-            client.mark_trial_abandoned(index)
-
+    timer = _Timer(method, budget, history)
     for n in sorted(budget.sizes):
-        first = max(0, n - budget.repeats)
-        for setting, score in history[attached:first]:
-            attach(setting, score)
-        attached = max(attached, first)
-        if method not in OPTUNA:
-            # A new strategy on the client's trials, as ``tuning`` times Ax.
-            client.set_generation_strategy(strategy(True))
-        times = []
+        timer.prepare(n)
         for _ in range(budget.repeats):
-            begin = time.perf_counter()
-            try:
-                suggest()
-            except Exception as e:  # a failed fit is a result, not the end
-                result.failures[n] = f"{type(e).__name__}: {e}"[:200]
-            else:
-                times.append(time.perf_counter() - begin)
-            attach(*history[attached])
-            attached += 1
-        if not times:
-            continue
-        result.seconds[n] = statistics.median(times)
-        if result.seconds[n] > budget.suggest_cap_s:
+            timer.time_one(n)
+        if not timer.finish(n):
             break
-    return result
+    return timer.result
+
+
+def time_interleaved(
+    budget: Budget, history: list[tuple[dict[str, Any], float]]
+) -> list[TimeResult]:
+    r"""As :func:`time_suggestions` for every method, taking turns in one process.
+
+    At each N every method's ``r``-th suggestion is timed before any method's
+    ``r + 1``-th, so that a change in the machine's load (other work on shared
+    cores) falls on all methods alike and the ratios stay fair. Peak memory is
+    then that of the whole process (the isolated tuning runs give each
+    method's).
+
+    Args:
+        budget: The budget (methods, sizes, repeats, cap).
+        history: At least ``max(budget.sizes)`` settings and their scores.
+
+    Returns:
+        One result per method, in the budget's order.
+    """
+    timers = [_Timer(m, budget, history) for m in budget.methods]
+    active = list(timers)
+    for n in sorted(budget.sizes):
+        for timer in active:
+            timer.prepare(n)
+        for _ in range(budget.repeats):
+            for timer in active:
+                timer.time_one(n)
+        active = [t for t in active if t.finish(n)]
+    return [t.result for t in timers]
 
 
 # -------------------------------------------------------------- the harness
@@ -511,8 +563,25 @@ def run(budget_name: str = "small") -> tuple[list[RunResult], list[TimeResult]]:
                 )
                 runs.append(result)
     history = sobol_history(budget.timed_task, max(budget.sizes))
+    if budget.interleave:
+        together = call(_timed_together, budget, history)
+        for result in together.results:
+            result.peak_mib, result.added_mib = together.peak_mib, together.added_mib
+        return runs, together.results
     times = [call(time_suggestions, m, budget, history) for m in budget.methods]
     return runs, times
+
+
+@dataclass
+class _Together:
+    # The results of time_interleaved, with the process's peak memory.
+    results: list[TimeResult]
+    peak_mib: float = float("nan")
+    added_mib: float = float("nan")
+
+
+def _timed_together(budget: Budget, history: list) -> _Together:
+    return _Together(time_interleaved(budget, history))
 
 
 # ------------------------------------------------------------------- report
@@ -561,7 +630,13 @@ def render(
     lines = [
         f"Seconds to suggest trial N on {timed}, peer over ours (median of "
         f"{budget.repeats} suggestions; '-' where the peer passed the "
-        f"{budget.suggest_cap_s:g} s cap at a smaller N):",
+        f"{budget.suggest_cap_s:g} s cap at a smaller N; "
+        + (
+            "the methods took turns in one process, whose peak memory the "
+            "table gives for all):"
+            if budget.interleave
+            else "each method in a process of its own):"
+        ),
         "",
     ]
     for ours, peer in PAIRS:
