@@ -2,7 +2,8 @@
 r"""The ``botorch-sketch`` command.
 
 Subcommands:
-    tune: tune a scikit-learn estimator through Ax (:mod:`botorch_sketch.tune`).
+    tune: tune a scikit-learn estimator or your own objective through Ax or
+        Optuna (:mod:`botorch_sketch.tune`).
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ def main(argv: list[str] | None = None) -> int:
     description, epilog = tune_cli.help_texts()
     tune = commands.add_parser(
         "tune",
-        help="tune a scikit-learn estimator through Ax with NystromGP",
+        help="tune a scikit-learn estimator or your own objective through Ax or "
+        "Optuna with NystromGP",
         description=description,
         epilog=epilog,
         formatter_class=argparse.RawDescriptionHelpFormatter,

@@ -33,6 +33,7 @@ from botorch_sketch.benchmarks import (
     scale,
     throughput,
     tuning,
+    tuning_peers,
 )
 
 
@@ -103,6 +104,10 @@ def _tuning(budget: str, stem: str) -> tuple[str, list[str]]:
     return tuning.report(budget, stem, machine())
 
 
+def _tuning_peers(budget: str, stem: str) -> tuple[str, list[str]]:
+    return tuning_peers.report(budget, stem, machine(threads=1))
+
+
 #: Each benchmark: (title, runner writing its figures and returning its tables).
 BENCHMARKS: dict[str, tuple[str, Callable[[str, str], tuple[str, list[str]]]]] = {
     "inference": ("NystromGP against SingleTaskGP, SVGP and SGPR", _inference),
@@ -116,9 +121,13 @@ BENCHMARKS: dict[str, tuple[str, Callable[[str, str], tuple[str, list[str]]]]] =
     "throughput": ("The posterior over many candidates against matmul", _throughput),
     "fantasies": ("Fantasies by Woodbury steps against refactorising", _fantasies),
     "tuning": ("botorch-sketch tune against Ax's default model", _tuning),
+    "tuning-peers": (
+        "Our samplers against GPSampler, TPESampler, BoTorchSampler and Ax",
+        _tuning_peers,
+    ),
 }
 
-
+#: Budgets of one benchmark beyond small and large.
 #: The budgets every benchmark has.
 BOTH = ("small", "large")
 #: Budgets of one benchmark only.
@@ -126,6 +135,7 @@ EXTRA: dict[str, list[str]] = {
     "bo": [b for b in bo.BUDGETS if b not in BOTH],
     "gssbo": [b for b in gssbo.BUDGETS if b not in BOTH],
     "iteration": [b for b in iteration.BUDGETS if b not in BOTH],
+    "tuning-peers": [b for b in tuning_peers.BUDGETS if b not in BOTH],
 }
 
 
@@ -198,7 +208,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("benchmark", nargs="?", choices=[*BENCHMARKS, "all"])
     parser.add_argument(
         "--budget",
-        choices=["small", "large", *(b for names in EXTRA.values() for b in names)],
+        choices=list(
+            dict.fromkeys(["small", "large", *(b for v in EXTRA.values() for b in v)])
+        ),
         default="small",
         help="small or large; also "
         + "; ".join(f"{k}: {', '.join(v)}" for k, v in EXTRA.items()),
@@ -220,10 +232,11 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     names = list(BENCHMARKS) if args.benchmark in (None, "all") else [args.benchmark]
     if args.budget not in BOTH:
-        owner = next(k for k, v in EXTRA.items() if args.budget in v)
-        if names != [owner]:
+        owners = [k for k, v in EXTRA.items() if args.budget in v]
+        if len(names) != 1 or names[0] not in owners:
             parser.error(
-                f"--budget {args.budget} is a budget of the {owner} benchmark only."
+                f"--budget {args.budget} is a budget of the {' and '.join(owners)} "
+                "benchmark only."
             )
     os.makedirs(args.out, exist_ok=True)
     sections = []

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-r"""Tuning scikit-learn estimators through Ax: ``botorch-sketch tune``.
+r"""Tuning scikit-learn estimators or your own objective: ``botorch-sketch tune``.
 
-Needs the ``ax`` extra (and ``ray`` for ``--ray``); see
-:mod:`botorch_sketch.tune.cli`.
+Needs the ``tune`` extra (``ray`` for ``--ray``, ``optuna`` for ``--backend
+optuna``); see :mod:`botorch_sketch.tune.cli`.
 """
 
 from botorch_sketch.tune.run import TuneConfig, TuneError, tune

@@ -2,8 +2,9 @@
 r"""``botorch-sketch tune`` (also ``python -m botorch_sketch.tune``).
 
 Tune a scikit-learn estimator's hyperparameters on a data set that ships with
-scikit-learn, through Ax with :class:`~botorch_sketch.models.NystromGP` or Ax's
-default model.
+scikit-learn, or your own objective function, through Ax with
+:class:`~botorch_sketch.models.NystromGP` or Ax's default model, or through
+Optuna with :class:`~botorch_sketch.integrations.optuna.SketchSampler`.
 
 Examples::
 
@@ -11,6 +12,17 @@ Examples::
     botorch-sketch tune --checkpoint tune-svm-digits-nystrom.json --resume
     botorch-sketch tune --model default --checkpoint ax.json --trials 300
     botorch-sketch tune --compare tune-svm-digits-nystrom.json ax.json --plot c.png
+    botorch-sketch tune --objective mypackage.train:objective --space space.json \
+        --objectives loss=min --backend optuna --trials 300
+
+Your own objective is a function of a dict of parameters returning a float, or
+a dict of floats for several objectives (named, each min or max, by
+``--objectives``; without it one float is minimised). The ``--space`` file is a
+JSON object such as ``{"C": {"type": "float", "low": 0.001, "high": 1000,
+"log": true}, "n": {"type": "int", "low": 1, "high": 50}, "kernel": {"type":
+"categorical", "choices": ["rbf", "poly"]}}``. A returned NaN, or an exception,
+makes the trial FAILED. ``--backend optuna`` keeps the run in an SQLite file
+(an Optuna storage).
 
 Exit status: 0 on success, 2 on bad input (with a message; also for a damaged,
 read-only or unwritable checkpoint, or one another run is using), 130 if
@@ -22,19 +34,27 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import re
 import sys
 import textwrap
 
+from botorch_sketch.tune.objective import (
+    ObjectiveError,
+    load_objective,
+    parse_objectives,
+)
 from botorch_sketch.tune.problems import DATASETS, ESTIMATORS
 from botorch_sketch.tune.run import (
     ACQUISITIONS,
+    BACKENDS,
     LIMITS,
     MODELS,
     TuneConfig,
     TuneError,
     read_record,
 )
+from botorch_sketch.tune.space import read_space, to_dict
 
 PROG = "botorch-sketch tune"
 
@@ -112,11 +132,37 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
         "--estimator", choices=sorted(ESTIMATORS), help=f"{estimators} [svm]"
     )
     problem.add_argument(
+        "--objective",
+        metavar="MODULE:FUNCTION",
+        help="your own objective: a function of a dict of parameters returning a "
+        "float or a dict of floats (with --space)",
+    )
+    problem.add_argument(
+        "--space",
+        metavar="FILE",
+        help="the JSON search space of --objective: {NAME: {type: float|int|"
+        "categorical, low, high, log | choices}}",
+    )
+    problem.add_argument(
+        "--objectives",
+        nargs="+",
+        metavar="NAME=min|max",
+        help="the names and directions of --objective's values (several: it "
+        "returns a dict) [value=min]",
+    )
+    problem.add_argument(
+        "--backend",
+        choices=BACKENDS,
+        help="ax (a JSON checkpoint) or optuna (SketchSampler; an SQLite "
+        "checkpoint) [ax]",
+    )
+    problem.add_argument(
         "--model",
         choices=MODELS,
         help=(
             "the GP: nystrom (NystromGP), subset (GradientSubsetGP on "
-            "--subset-size trials) or default (Ax's SingleTaskGP) [nystrom]"
+            "--subset-size trials) or default (Ax's SingleTaskGP; with --backend "
+            "optuna, Optuna's GPSampler) [nystrom]"
         ),
     )
     problem.add_argument(
@@ -161,7 +207,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--checkpoint",
-        help="the run's file [tune-ESTIMATOR-DATASET-MODEL.json]",
+        help="the run's file [tune-ESTIMATOR-DATASET-MODEL.json, or "
+        "tune-FUNCTION-MODEL.json with --objective; .db with --backend optuna]",
     )
     mode = run.add_mutually_exclusive_group()
     mode.add_argument(
@@ -220,11 +267,23 @@ def _config(args: argparse.Namespace) -> TuneConfig:
             "num_restarts",
             "raw_samples",
             "subset_size",
+            "backend",
+            "objective",
         )
         if getattr(args, name) is not None
     }
     if args.bounds:
         given["bounds"] = dict(args.bounds)
+    if args.objectives:
+        try:
+            given["objectives"] = parse_objectives(args.objectives)
+        except ObjectiveError as e:
+            raise TuneError(str(e)) from None
+    if args.space is not None:
+        try:
+            given["space"] = [to_dict(p) for p in read_space(args.space)]
+        except ValueError as e:
+            raise TuneError(f"--space {e}") from None
     if args.resume:
         if args.checkpoint is None:
             raise TuneError("--resume needs --checkpoint")
@@ -233,9 +292,37 @@ def _config(args: argparse.Namespace) -> TuneConfig:
         base["bounds"] = {k: tuple(v) for k, v in base.get("bounds", {}).items()}
         config = TuneConfig(**{**base, **given})
     else:
+        _check_problem_options(args)
+        if args.objective is not None:
+            given.setdefault("objectives", parse_objectives(None))
+            # Load it now: a misspelt module fails before any checkpoint exists.
+            try:
+                load_objective(args.objective)
+            except ObjectiveError as e:
+                raise TuneError(str(e)) from None
         config = TuneConfig(**given)
     config.validate()
     return config
+
+
+def _check_problem_options(args: argparse.Namespace) -> None:
+    # Your own objective or a built-in problem, not a mixture of the two.
+    builtin = [
+        f"--{name}"
+        for name in ("dataset", "estimator", "bounds", "folds")
+        if getattr(args, name) is not None
+    ]
+    if args.objective is not None:
+        if args.space is None:
+            raise TuneError("--objective needs --space FILE (its search space)")
+        if builtin:
+            raise TuneError(
+                f"{builtin[0]} is an option of the built-in problems, not of "
+                "--objective (whose --space gives the parameters)"
+            )
+    elif args.space is not None or args.objectives:
+        option = "--space" if args.space is not None else "--objectives"
+        raise TuneError(f"{option} goes with --objective MODULE:FUNCTION")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -250,9 +337,8 @@ def run(args: argparse.Namespace) -> int:
     from botorch_sketch.tune.run import quiet_ax, tune
 
     config = _config(args)
-    checkpoint = args.checkpoint or (
-        f"tune-{config.estimator}-{config.dataset}-{config.model}.json"
-    )
+    suffix = ".db" if config.backend == "optuna" else ".json"
+    checkpoint = args.checkpoint or f"tune-{config.name()}-{config.model}{suffix}"
     with contextlib.nullcontext() if args.verbose else quiet_ax():
         record = tune(
             config,
@@ -265,19 +351,41 @@ def run(args: argparse.Namespace) -> int:
             progress=not args.quiet,
         )
     path, runs = plot_checkpoints([checkpoint], args.plot or _png(checkpoint))
-    best = max(
-        (t for t in record["trials"].values() if "score" in t),
-        key=lambda t: t["score"],
-    )
     print(summary(runs))
-    print(f"best parameters: {best['parameters']}")
+    done = [t for t in record["trials"].values() if "score" in t]
+    if len(config.objectives) == 1:
+        sign = 1 if next(iter(config.objectives.values())) == "max" else -1
+        best = max(done, key=lambda t: sign * t["score"])
+        print(f"best parameters: {best['parameters']}")
+    else:
+        front = pareto_front(done, config.objectives)
+        print(f"{len(front)} Pareto-optimal trials; the first few:")
+        for t in front[:5]:
+            print(f"  {t['values']}: {t['parameters']}")
     print(f"wrote {checkpoint} and {path}")
     return 0
 
 
+def pareto_front(trials: list[dict], objectives: dict[str, str]) -> list[dict]:
+    r"""The trials no other trial dominates, given each objective's direction."""
+    signs = {n: 1.0 if d == "max" else -1.0 for n, d in objectives.items()}
+
+    def key(t: dict) -> list[float]:
+        return [signs[n] * t["values"][n] for n in objectives]
+
+    points = [key(t) for t in trials]
+    return [
+        t
+        for t, p in zip(trials, points, strict=True)
+        if not any(
+            all(a >= b for a, b in zip(q, p, strict=True)) and q != p for q in points
+        )
+    ]
+
+
 def _png(checkpoint: str) -> str:
-    stem = checkpoint[:-5] if checkpoint.endswith(".json") else checkpoint
-    return stem + ".png"
+    stem, ext = os.path.splitext(checkpoint)
+    return (stem if ext in (".json", ".db") else checkpoint) + ".png"
 
 
 def main(argv: list[str] | None = None, prog: str = PROG) -> int:

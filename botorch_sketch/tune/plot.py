@@ -27,6 +27,8 @@ class Series:
         trial: The index (from 1) of each trial with a suggestion time.
         suggest_seconds: Ax's time to suggest that trial (model fit and
             acquisition optimisation, shared equally by the trials of one call).
+        objective: The name of the (first) objective.
+        minimize: Whether it is minimised (``best`` is then the running minimum).
     """
 
     label: str
@@ -34,6 +36,8 @@ class Series:
     best: list[float]
     trial: list[int]
     suggest_seconds: list[float]
+    objective: str = "accuracy"
+    minimize: bool = False
 
 
 def series(record: Mapping[str, Any], label: str | None = None) -> Series:
@@ -48,11 +52,15 @@ def series(record: Mapping[str, Any], label: str | None = None) -> Series:
     """
     config = record["config"]
     trials = record["trials"]
+    objective, direction = next(
+        iter(config.get("objectives", {"accuracy": "max"}).items())
+    )
+    sign = -1.0 if direction == "min" else 1.0
     done = sorted((t["completed"], t["score"]) for t in trials.values() if "score" in t)
     best, running = [], float("-inf")
     for _, score in done:
-        running = max(running, score)
-        best.append(running)
+        running = max(running, sign * score)
+        best.append(sign * running)
     timed = sorted(
         (int(i), t["suggest_seconds"])
         for i, t in trials.items()
@@ -61,12 +69,20 @@ def series(record: Mapping[str, Any], label: str | None = None) -> Series:
     model = config["model"]
     if config.get("acquisition", "auto") != "auto":
         model = f"{model}+{config['acquisition']}"
+    if config.get("backend", "ax") != "ax":
+        model = f"{config['backend']}:{model}"
+    if config.get("objective") is not None:
+        problem = config["objective"]
+    else:
+        problem = f"{config['estimator']}/{config['dataset']}"
     return Series(
-        label=label or f"{model} ({config['estimator']}/{config['dataset']})",
+        label=label or f"{model} ({problem})",
         completed=list(range(1, len(best) + 1)),
         best=best,
         trial=[i + 1 for i, _ in timed],
         suggest_seconds=[s for _, s in timed],
+        objective=objective,
+        minimize=direction == "min",
     )
 
 
@@ -113,9 +129,15 @@ def plot_series(runs: Sequence[Series], path: str, title: str | None = None) -> 
             label=run.label,
         )
     left.set_xlabel("completed trials")
-    left.set_ylabel("best cross-validated accuracy")
+    names = {(r.objective, r.minimize) for r in runs}
+    if names == {("accuracy", False)}:
+        left.set_ylabel("best cross-validated accuracy")
+    else:
+        left.set_ylabel(
+            " / ".join(f"{'lowest' if m else 'highest'} {n}" for n, m in sorted(names))
+        )
     left.grid(alpha=0.3)
-    left.legend(loc="lower right")
+    left.legend(loc="best")
     right.set_xlabel("trial")
     right.set_ylabel("time to suggest the trial [s]")
     right.set_yscale("log")
@@ -149,11 +171,15 @@ def plot_checkpoints(paths: Sequence[str], out: str) -> tuple[str, list[Series]]
 
 
 def summary(runs: Sequence[Series]) -> str:
-    r"""A Markdown table: completed trials, best score, late suggestion times."""
+    r"""A Markdown table: completed trials, best score, late suggestion times.
+
+    The best score is that of the first objective (the highest, or the lowest
+    for a minimised one).
+    """
     import statistics
 
     lines = [
-        "| run | completed | best accuracy | median suggest s (last 10%) |",
+        "| run | completed | best score | median suggest s (last 10%) |",
         "|---|---:|---:|---:|",
     ]
     for run in runs:

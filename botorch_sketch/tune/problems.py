@@ -270,6 +270,27 @@ def evaluate(
     Returns:
         The mean accuracy over the folds and the seconds it took.
     """
+    start = time.perf_counter()
+    model = ESTIMATORS[estimator].build(parameters)
+    score, _ = cross_validated(dataset, model, folds, seed, threads)
+    return score, time.perf_counter() - start
+
+
+def cross_validated(
+    dataset: str, model: Any, folds: int = 3, seed: int = 0, threads: int = 1
+) -> tuple[float, float]:
+    r"""Stratified k-fold cross-validated accuracy of a scikit-learn estimator.
+
+    Args:
+        dataset: A key of :data:`DATASETS`.
+        model: An unfitted scikit-learn classifier.
+        folds: The number of stratified folds.
+        seed: The seed of the fold split.
+        threads: Native threads (BLAS, OpenMP) the evaluation may use.
+
+    Returns:
+        The mean accuracy over the folds and the seconds it took.
+    """
     import warnings
 
     from sklearn.exceptions import ConvergenceWarning
@@ -278,7 +299,6 @@ def evaluate(
 
     start = time.perf_counter()
     X, y = load_dataset(dataset)
-    model = ESTIMATORS[estimator].build(parameters)
     split = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed)
     with threadpool_limits(limits=threads), warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)

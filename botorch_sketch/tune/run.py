@@ -1,7 +1,14 @@
 #!/usr/bin/env python3
 r"""The tuning loop: Ax suggests, workers evaluate, a checkpoint after each result.
 
-A run is one ``ax.api.Client`` whose generation strategy uses
+A run tunes a built-in problem (:mod:`botorch_sketch.tune.problems`) or your own
+objective (``config.objective``, :mod:`botorch_sketch.tune.objective`, on a
+search space of :mod:`botorch_sketch.tune.space`). With ``backend="optuna"``
+the same loop asks and tells an Optuna study kept in an SQLite file
+(:mod:`botorch_sketch.tune.study`); what follows describes the Ax backend, whose
+checkpoint is JSON. Either checkpoint is locked the same way.
+
+An Ax run is one ``ax.api.Client`` whose generation strategy uses
 :class:`~botorch_sketch.models.NystromGP` (``model="nystrom"``) or Ax's default
 model (``model="default"``). Up to ``workers`` trials run at once, on local
 processes or on a Ray cluster. After every completed trial the client is saved
@@ -24,6 +31,7 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import ctypes
+import functools
 import json
 import logging
 import math
@@ -40,19 +48,33 @@ from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from botorch_sketch.tune.objective import (
+    ObjectiveError,
+    call_objective,
+    is_failure,
+    parse_objectives,
+)
 from botorch_sketch.tune.problems import (
     DATASETS,
     ESTIMATORS,
-    Param,
     evaluate,
     search_space,
 )
+from botorch_sketch.tune.space import SpaceParam, parse_space, to_dict
+from botorch_sketch.tune.study import is_study_file
 
 #: The key of this package's record in a checkpoint.
 KEY = "botorch_sketch_tune"
 FORMAT_VERSION = 1
 METRIC = "accuracy"
 MODELS = ("nystrom", "subset", "default")
+#: ``ax``: an ``ax.api.Client`` saved as Ax's JSON; ``optuna``: an Optuna study
+#: in an SQLite file, sampled by
+#: :class:`~botorch_sketch.integrations.optuna.SketchSampler` (``--model
+#: default``: Optuna's ``GPSampler``).
+BACKENDS = ("ax", "optuna")
+#: The objective of the built-in problems, maximised.
+BUILTIN_OBJECTIVES = {METRIC: "max"}
 #: ``auto``: Ax's choice (qLogNoisyExpectedImprovement), whose cost grows with the
 #: observations it keeps as baseline; ``qlogei``: qLogExpectedImprovement, which
 #: compares with the best observed mean and costs the same at any n; ``bkb``:
@@ -79,6 +101,7 @@ _CHOICES: dict[str, Any] = {
     "estimator": ESTIMATORS,
     "model": MODELS,
     "acquisition": ACQUISITIONS,
+    "backend": BACKENDS,
 }
 _OPTIONAL = ("num_restarts", "raw_samples")
 
@@ -143,6 +166,23 @@ def _setting_problems(values: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
                 f"numbers, got {_describe(bounds)}"
             )
             yield "bounds", problem
+    if values.get("objective") is not None and not isinstance(values["objective"], str):
+        yield (
+            "objective",
+            f"must be MODULE:FUNCTION, got {_describe(values['objective'])}",
+        )
+    if "objectives" in values:
+        objectives = values["objectives"]
+        if not (
+            isinstance(objectives, Mapping)
+            and objectives
+            and all(
+                isinstance(k, str) and v in ("min", "max")
+                for k, v in objectives.items()
+            )
+        ):
+            problem = f"must map names to 'min' or 'max', got {_describe(objectives)}"
+            yield "objectives", problem
 
 
 @dataclass
@@ -162,6 +202,14 @@ class TuneConfig:
     acquisition: str = "auto"
     #: ``subset``: GradientSubsetGP's subset size (the paper's M is about 100).
     subset_size: int = 100
+    backend: str = "ax"
+    #: Your own objective, ``package.module:function``, and its search space
+    #: (``--space`` entries with their names, see
+    #: :mod:`botorch_sketch.tune.space`); None for a built-in problem.
+    objective: str | None = None
+    space: list[dict[str, Any]] | None = None
+    #: The objectives' names and directions (``"min"`` or ``"max"``).
+    objectives: dict[str, str] = field(default_factory=BUILTIN_OBJECTIVES.copy)
 
     #: Settings a resumed run must share with its checkpoint.
     PROBLEM = (
@@ -172,11 +220,29 @@ class TuneConfig:
         "params",
         "folds",
         "seed",
+        "backend",
+        "objective",
+        "objectives",
     )
 
-    def params(self) -> tuple[Param, ...]:
+    @property
+    def custom(self) -> bool:
+        r"""Whether this run tunes your own objective (``--objective``)."""
+        return self.objective is not None
+
+    def params(self) -> tuple[SpaceParam, ...]:
         r"""The search space (raises ``ValueError`` on bad input)."""
+        if self.custom:
+            if self.space is None:
+                raise ValueError("--objective needs --space FILE")
+            return parse_space(self.space)
         return search_space(self.estimator, self.bounds)
+
+    def name(self) -> str:
+        r"""A short name of the problem: ``estimator-dataset`` or the function's."""
+        if self.custom:
+            return str(self.objective).rsplit(":", 1)[-1]
+        return f"{self.estimator}-{self.dataset}"
 
     def validate(self) -> None:
         r"""Raise ``TuneError`` naming the first bad setting (type, range, choice)."""
@@ -184,6 +250,21 @@ class TuneConfig:
             raise TuneError(f"--{name.replace('_', '-')} {problem}")
         if self.acquisition == "bkb" and self.model != "nystrom":
             raise TuneError("--acquisition bkb needs --model nystrom")
+        if self.backend == "optuna" and self.acquisition != "auto":
+            raise TuneError(
+                "--acquisition is an Ax setting; with --backend optuna the sampler "
+                "chooses (SketchSampler: qLogNEI, qLogNEHVI for several objectives)"
+            )
+        if self.custom:
+            try:
+                parse_objectives([f"{k}={v}" for k, v in self.objectives.items()])
+            except ObjectiveError as e:
+                raise TuneError(str(e)) from None
+        elif self.objectives != BUILTIN_OBJECTIVES:
+            raise TuneError(
+                "--objectives names the values of your own --objective; the "
+                f"built-in problems maximise {METRIC}"
+            )
         if self.model == "subset" and self.subset_size <= self.initial + 1:
             raise TuneError(
                 f"--subset-size ({self.subset_size}) must exceed --initial + 1 "
@@ -198,7 +279,10 @@ class TuneConfig:
         r"""A JSON record of the settings and the search space."""
         out = asdict(self)
         out["bounds"] = {k: list(v) for k, v in self.bounds.items()}
-        out["params"] = [p.to_dict() for p in self.params()]
+        if self.custom:
+            out["params"] = [to_dict(p) for p in self.params()]
+        else:
+            out["params"] = [p.to_dict() for p in self.params()]
         return out
 
 
@@ -214,8 +298,10 @@ def quiet_ax() -> Iterator[None]:
     """
     import warnings
 
-    from ax.utils.common.logger import ROOT_STREAM_HANDLER
-
+    try:
+        from ax.utils.common.logger import ROOT_STREAM_HANDLER
+    except ImportError:  # --backend optuna needs no Ax
+        ROOT_STREAM_HANDLER = logging.NullHandler()
     level = ROOT_STREAM_HANDLER.level
     ROOT_STREAM_HANDLER.setLevel(logging.ERROR)
     try:
@@ -272,8 +358,26 @@ def save_checkpoint(path: str, client: Any, record: Mapping[str, Any]) -> None:
         raise
 
 
+def _study_record(path: str) -> dict[str, Any]:
+    from botorch_sketch.tune.study import read_study_record
+
+    try:
+        return read_study_record(path)
+    except ImportError:
+        raise TuneError(
+            f"{path} is an Optuna checkpoint; reading it needs Optuna: pip install "
+            "-e '.[optuna]' in a clone"
+        ) from None
+    except ValueError as e:
+        raise TuneError(f"{path} is an SQLite file but {e}") from None
+
+
 def read_record(path: str) -> tuple[dict[str, Any], dict[str, Any]]:
     r"""The JSON snapshot in a checkpoint and this run's record in it.
+
+    An Optuna checkpoint (an SQLite file, ``--backend optuna``) has no Ax
+    snapshot: its record is read from the study's attributes and returned
+    alone under :data:`KEY`.
 
     Every field of the record is checked (types and ranges), so that a damaged
     or hand-edited file gives a message rather than a traceback or a run
@@ -287,8 +391,11 @@ def read_record(path: str) -> tuple[dict[str, Any], dict[str, Any]]:
         if not stat.S_ISREG(os.stat(path).st_mode):
             # A directory or a FIFO (whose open() would wait for a writer).
             raise TuneError(f"checkpoint {path} is not a regular file")
-        with open(path) as f:
-            snapshot = json.load(f)
+        if is_study_file(path):
+            snapshot = {KEY: _study_record(path)}
+        else:
+            with open(path) as f:
+                snapshot = json.load(f)
     except FileNotFoundError:
         raise TuneError(f"no checkpoint at {path}") from None
     except OSError as e:
@@ -309,6 +416,14 @@ def read_record(path: str) -> tuple[dict[str, Any], dict[str, Any]]:
             f"this version reads format {FORMAT_VERSION}"
         )
     record.setdefault("trials", {})
+    if isinstance(record["config"], dict):
+        # Settings added after format 1 was first written: their defaults.
+        for name in ("backend", "objective", "space", "objectives"):
+            default = TuneConfig.__dataclass_fields__[name]
+            value = (
+                default.default_factory() if name == "objectives" else default.default
+            )
+            record["config"].setdefault(name, value)
     problem = _record_problem(record)
     if problem:
         raise TuneError(
@@ -336,7 +451,13 @@ def _record_problem(record: Mapping[str, Any]) -> str | None:
     for name, problem in _setting_problems(config):
         return f"config field {name!r} {problem}"
     params = config["params"]
-    if not isinstance(params, list) or not all(
+    if config["objective"] is not None:
+        try:
+            parse_space(config["space"])
+            parse_space(params)
+        except ValueError as e:
+            return f"config field 'space' or 'params' is bad: {e}"
+    elif not isinstance(params, list) or not all(
         isinstance(p, dict)
         and all(
             _is_real(p.get(k)) if kind is float else type(p.get(k)) is kind
@@ -367,9 +488,17 @@ def _record_problem(record: Mapping[str, Any]) -> str | None:
 def _trial_problem(trial: Mapping[str, Any]) -> str | None:
     parameters = trial.get("parameters", {})
     if not isinstance(parameters, dict) or not all(
-        _is_real(v) for v in parameters.values()
+        _is_real(v) or isinstance(v, (str, bool)) for v in parameters.values()
     ):
-        return f"'parameters' must map names to numbers, got {_describe(parameters)}"
+        return (
+            "'parameters' must map names to numbers (or the texts and booleans of "
+            f"categorical ones), got {_describe(parameters)}"
+        )
+    values = trial.get("values", {})
+    if not isinstance(values, dict) or not all(
+        _is_real(v, finite=False) for v in values.values()
+    ):
+        return f"'values' must map names to numbers, got {_describe(values)}"
     for name in ("suggest_seconds", "eval_seconds"):
         value = trial.get(name, 0.0)
         if not (_is_real(value) and value >= 0):
@@ -550,15 +679,36 @@ def _check_writable(checkpoint: str) -> None:
 # ---------------------------------------------------------------------- workers
 
 
+def _builtin_trial(
+    dataset: str, estimator: str, folds: int, seed: int, parameters: dict[str, Any]
+) -> tuple[dict[str, float], float]:
+    # One trial of a built-in problem: its score by name, and the seconds.
+    score, seconds = evaluate(dataset, estimator, parameters, folds, seed)
+    return {METRIC: score}, seconds
+
+
+def trial_function(config: TuneConfig) -> Any:
+    r"""The picklable ``parameters -> (values by objective, seconds)`` of a run."""
+    if config.custom:
+        return functools.partial(call_objective, config.objective, config.objectives)
+    return functools.partial(
+        _builtin_trial, config.dataset, config.estimator, config.folds, config.seed
+    )
+
+
+def _apply(function: Any, parameters: dict[str, Any]) -> Any:
+    return function(parameters)
+
+
 class _InProcess:
     # ``workers = 0``: evaluate in this process, one at a time.
     def __init__(self) -> None:
         self.capacity = 1
 
-    def submit(self, *args: Any) -> concurrent.futures.Future:
+    def submit(self, function: Any, parameters: dict[str, Any]) -> Any:
         future: concurrent.futures.Future = concurrent.futures.Future()
         try:
-            future.set_result(evaluate(*args))
+            future.set_result(function(parameters))
         except Exception as e:
             future.set_exception(e)
         return future
@@ -569,7 +719,10 @@ class _InProcess:
     def result(self, handle: Any) -> tuple[float, float]:
         return handle.result()
 
-    def close(self, handles: list[Any]) -> None:
+    def cancel(self, handles: list[Any]) -> None:
+        pass
+
+    def close(self) -> None:
         pass
 
 
@@ -624,8 +777,8 @@ class _LocalPool(_InProcess):
             initargs=(os.getpid(),),
         )
 
-    def submit(self, *args: Any) -> concurrent.futures.Future:
-        return self.pool.submit(evaluate, *args)
+    def submit(self, function: Any, parameters: dict[str, Any]) -> Any:
+        return self.pool.submit(function, parameters)
 
     def wait(self, handles: list[Any]) -> list[Any]:
         done, _ = concurrent.futures.wait(
@@ -633,7 +786,7 @@ class _LocalPool(_InProcess):
         )
         return list(done)
 
-    def close(self, handles: list[Any]) -> None:
+    def close(self) -> None:
         self.pool.shutdown(wait=False, cancel_futures=True)
 
 
@@ -660,10 +813,10 @@ class _RayPool:
             raise TuneError(f"could not connect to Ray at {address!r}: {e}") from None
         cpus = int(ray.cluster_resources().get("CPU", 1))
         self.capacity = workers or max(1, cpus)
-        self.task = ray.remote(num_cpus=1)(evaluate)
+        self.task = ray.remote(num_cpus=1)(_apply)
 
-    def submit(self, *args: Any) -> Any:
-        return self.task.remote(*args)
+    def submit(self, function: Any, parameters: dict[str, Any]) -> Any:
+        return self.task.remote(function, parameters)
 
     def wait(self, handles: list[Any]) -> list[Any]:
         ready, _ = self.ray.wait(list(handles), num_returns=1)
@@ -672,9 +825,12 @@ class _RayPool:
     def result(self, handle: Any) -> tuple[float, float]:
         return self.ray.get(handle)
 
-    def close(self, handles: list[Any]) -> None:
+    def cancel(self, handles: list[Any]) -> None:
         for handle in handles:
             self.ray.cancel(handle)
+
+    def close(self) -> None:
+        pass
 
 
 # ------------------------------------------------------------------------- loop
@@ -728,25 +884,123 @@ def generation_strategy(config: TuneConfig, use_existing_trials: bool = False) -
     return integration.default_generation_strategy(**common)
 
 
+def _ax_parameter(p: SpaceParam) -> Any:
+    from ax.api.configs import ChoiceParameterConfig, RangeParameterConfig
+
+    if p.kind != "categorical":
+        return RangeParameterConfig(
+            name=p.name,
+            parameter_type=p.kind,
+            bounds=(p.low, p.high),
+            scaling="log" if p.log else "linear",
+        )
+    types = {type(c) for c in p.choices}
+    kind = {str: "str", bool: "bool", int: "int"}.get(next(iter(types)))
+    if types <= {int, float} and types != {int}:
+        kind = "float"
+    if len(types) > 1 and kind != "float":
+        raise TuneError(
+            f"parameter {p.name!r}: Ax needs choices of one type (all texts, all "
+            f"numbers or all booleans), got {list(p.choices)}"
+        )
+    return ChoiceParameterConfig(
+        name=p.name, parameter_type=kind, values=list(p.choices)
+    )
+
+
+def ax_objective(objectives: Mapping[str, str]) -> str:
+    r"""Ax's objective text: ``"-loss"`` to minimise, ``"acc, -loss"`` for two."""
+    return ", ".join(("-" if d == "min" else "") + n for n, d in objectives.items())
+
+
 def _new_client(config: TuneConfig) -> Any:
-    Client, RangeParameterConfig, _ = _ax()
+    Client, _, _ = _ax()
     gs = generation_strategy(config)
     client = Client(random_seed=config.seed)
     client.configure_experiment(
-        name=f"tune-{config.estimator}-{config.dataset}",
-        parameters=[
-            RangeParameterConfig(
-                name=p.name,
-                parameter_type=p.kind,
-                bounds=(p.low, p.high),
-                scaling="log" if p.log else "linear",
-            )
-            for p in config.params()
-        ],
+        name=f"tune-{config.name()}",
+        parameters=[_ax_parameter(p) for p in config.params()],
     )
-    client.configure_optimization(objective=METRIC)
+    client.configure_optimization(objective=ax_objective(config.objectives))
     client.set_generation_strategy(generation_strategy=gs)
     return client
+
+
+class _AxRun:
+    # The Ax side of a run: the client, saved with the record after each round.
+    def __init__(self, checkpoint: str, config: TuneConfig, resume: bool) -> None:
+        self.checkpoint = checkpoint
+        if resume:
+            self.client, self.record = load_checkpoint(checkpoint)
+            self.interrupted = [
+                index
+                for index, trial in self.client._experiment.trials.items()
+                if not trial.status.is_terminal
+            ]
+            for index in self.interrupted:
+                self.client.mark_trial_failed(index, failed_reason="interrupted")
+                entry = self.record["trials"].setdefault(str(index), {})
+                entry["failed"] = "interrupted"
+            self.record["config"]["trials"] = config.trials
+        else:
+            self.client = _new_client(config)
+            self.record = {
+                "version": FORMAT_VERSION,
+                "config": config.record(),
+                "trials": {},
+            }
+            self.save()
+
+    def completed(self) -> int:
+        return _status_counts(self.client).get("COMPLETED", 0)
+
+    def suggest(self, wanted: int, others_running: bool) -> dict[int, Any]:
+        return _suggest(self.client, wanted, others_running)
+
+    def complete(self, index: int, values: Mapping[str, float]) -> None:
+        self.client.complete_trial(trial_index=index, raw_data=dict(values))
+
+    def fail(self, index: int, reason: str) -> None:
+        self.client.mark_trial_failed(index, failed_reason=reason)
+
+    def save(self) -> None:
+        save_checkpoint(self.checkpoint, self.client, self.record)
+
+
+class _OptunaRun:
+    # The Optuna side: a study in an SQLite file (botorch_sketch.tune.study).
+    def __init__(self, checkpoint: str, config: TuneConfig, resume: bool) -> None:
+        try:
+            import optuna
+
+            from botorch_sketch.tune.study import StudyRun, remove
+        except ImportError:
+            raise TuneError(
+                "--backend optuna needs Optuna: pip install -e '.[optuna]' in a clone"
+            ) from None
+        if not resume:
+            remove(checkpoint)  # --overwrite, under the lock
+        self.verbosity = optuna.logging.get_verbosity()
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
+        try:
+            self.study = StudyRun(checkpoint, config, resume)
+        except Exception:
+            optuna.logging.set_verbosity(self.verbosity)
+            raise
+        self.record = self.study.record
+        self.interrupted = self.study.interrupted
+        self.complete = self.study.complete
+        self.fail = self.study.fail
+        self.save = self.study.save
+        self.completed = self.study.completed
+
+    def suggest(self, wanted: int, others_running: bool) -> dict[int, Any]:
+        return self.study.suggest(wanted)
+
+    def close(self) -> None:
+        import optuna
+
+        optuna.logging.set_verbosity(self.verbosity)
 
 
 def _status_counts(client: Any) -> dict[str, int]:
@@ -780,7 +1034,9 @@ def tune(
         ray_address: A Ray address (``"auto"`` for the local cluster).
         threads: Torch threads for the model in this process; default the CPUs
             the workers leave, at least one.
-        max_failures: Stop after this many failed evaluations in this call.
+        max_failures: Stop once more than this many evaluations have failed
+            in this call (raised an exception or, for your own objective,
+            returned NaN) and they outnumber the completed trials.
         progress: Show a progress bar.
 
     Returns:
@@ -849,48 +1105,55 @@ def _run_locked(
 ) -> dict[str, Any]:
     # The run itself, under the checkpoint's lock; arguments as in ``tune``.
     import torch
-    from tqdm.auto import tqdm
 
     if resume:
-        client, record = load_checkpoint(checkpoint)
-        _check_same_problem(checkpoint, record["config"], config)
-        interrupted = [
-            index
-            for index, trial in client._experiment.trials.items()
-            if not trial.status.is_terminal
-        ]
-        for index in interrupted:
-            client.mark_trial_failed(index, failed_reason="interrupted")
-            record["trials"].setdefault(str(index), {})["failed"] = "interrupted"
-        record["config"]["trials"] = config.trials
-    else:
-        client = _new_client(config)
-        record = {"version": FORMAT_VERSION, "config": config.record(), "trials": {}}
-        save_checkpoint(checkpoint, client, record)
-
+        _check_same_problem(checkpoint, read_record(checkpoint)[1]["config"], config)
     if ray_address is not None:
         pool: Any = _RayPool(ray_address, workers)
     elif workers == 0:
         pool = _InProcess()
     else:
         pool = _LocalPool(workers or os.cpu_count() or 1)
-    if threads is None:
-        threads = max(1, (os.cpu_count() or 1) - pool.capacity)
+    backend: Any = None
     threads_before = torch.get_num_threads()
-    torch.set_num_threads(threads)
+    try:
+        if config.backend == "optuna":
+            backend = _OptunaRun(checkpoint, config, resume)
+        else:
+            backend = _AxRun(checkpoint, config, resume)
+        if threads is None:
+            threads = max(1, (os.cpu_count() or 1) - pool.capacity)
+        torch.set_num_threads(threads)
+        return _loop(config, backend, pool, max_failures, progress)
+    finally:
+        pool.close()
+        torch.set_num_threads(threads_before)
+        if hasattr(backend, "close"):
+            backend.close()
 
-    completed = _status_counts(client).get("COMPLETED", 0)
+
+def _loop(
+    config: TuneConfig, backend: Any, pool: Any, max_failures: int, progress: bool
+) -> dict[str, Any]:
+    # Suggest, evaluate and record until ``config.trials`` trials are completed.
+    from tqdm.auto import tqdm
+
+    record = backend.record
+    function = trial_function(config)
+    first, direction = next(iter(config.objectives.items()))
+    sign = 1.0 if direction == "max" else -1.0
+    completed = backend.completed()
     running: dict[Any, int] = {}
     failures = 0
     bar = tqdm(
         total=config.trials,
         initial=min(completed, config.trials),
         unit="trial",
-        desc=f"{config.model} {config.estimator}/{config.dataset}",
+        desc=f"{config.model} {config.name()}",
         disable=not progress,
     )
     best = max(
-        (t["score"] for t in record["trials"].values() if "score" in t),
+        (sign * t["score"] for t in record["trials"].values() if "score" in t),
         default=float("nan"),
     )
     try:
@@ -898,52 +1161,55 @@ def _run_locked(
             wanted = min(pool.capacity, config.trials - completed) - len(running)
             if wanted > 0:
                 start = time.perf_counter()
-                suggested = _suggest(client, wanted, bool(running))
+                suggested = backend.suggest(wanted, bool(running))
                 if not suggested and not running:
-                    raise TuneError("Ax proposed no trial and none is running")
+                    raise TuneError(f"{config.backend} proposed no trial")
                 seconds = (time.perf_counter() - start) / max(1, len(suggested))
                 for index, parameters in suggested.items():
                     record["trials"][str(index)] = {
                         "parameters": dict(parameters),
                         "suggest_seconds": seconds,
                     }
-                    handle = pool.submit(
-                        config.dataset,
-                        config.estimator,
-                        dict(parameters),
-                        config.folds,
-                        config.seed,
-                    )
-                    running[handle] = index
+                    running[pool.submit(function, dict(parameters))] = index
             for handle in pool.wait(list(running)):
                 index = running.pop(handle)
                 entry = record["trials"][str(index)]
                 try:
-                    score, seconds = pool.result(handle)
+                    values, seconds = pool.result(handle)
+                    if config.custom and is_failure(values):
+                        raise ValueError(f"the objective returned {values}")
+                except ObjectiveError as e:
+                    # Not importable, or a return value of the wrong kind: the
+                    # same for every trial, so stop at once.
+                    entry["failed"] = str(e)
+                    backend.fail(index, entry["failed"])
+                    raise TuneError(str(e)) from None
                 except Exception as e:
                     failures += 1
-                    client.mark_trial_failed(
-                        index, failed_reason=f"{type(e).__name__}: {e}"
-                    )
                     entry["failed"] = f"{type(e).__name__}: {e}"
-                    if failures > max_failures:
+                    backend.fail(index, entry["failed"])
+                    # An objective that fails now and then is the objective's
+                    # business; one that mostly fails is a bug to report.
+                    if failures > max_failures and failures > completed:
                         raise TuneError(
                             f"{failures} evaluations failed; the last with "
                             f"{type(e).__name__}: {e}"
                         ) from None
                     continue
-                client.complete_trial(trial_index=index, raw_data={METRIC: score})
                 completed += 1
+                score = values[first]
                 entry.update(score=score, eval_seconds=seconds, completed=completed)
-                if math.isnan(best) or score > best:
-                    best = score
+                if len(values) > 1:
+                    entry["values"] = dict(values)
+                backend.complete(index, values)
+                if math.isnan(best) or sign * score > best:
+                    best = sign * score
                 bar.update(1)
-                bar.set_postfix(best=f"{best:.4f}")
-            save_checkpoint(checkpoint, client, record)
+                bar.set_postfix(best=f"{sign * best:.4g}")
+            backend.save()
     finally:
         bar.close()
-        pool.close(list(running))
-        torch.set_num_threads(threads_before)
+        pool.cancel(list(running))
     return record
 
 

@@ -1,4 +1,5 @@
 import json
+import os
 
 import pytest
 import torch
@@ -67,3 +68,56 @@ def test_sobol_history_covers_the_log_scaled_space(monkeypatch):
     assert len(history) == 64 and bool(((C >= 1e-3) & (C <= 1e3)).all())
     # Log scale: about half the points below the geometric midpoint 1.
     assert 24 <= int((C < 1).sum()) <= 40
+
+
+@pytest.mark.slow
+def test_tuning_peers_benchmark_runs_every_method_and_reports(monkeypatch, tmp_path):
+    pytest.importorskip("optuna_integration")
+    from botorch_sketch.benchmarks import tuning_peers
+
+    tiny = tuning_peers.Budget(
+        ("svm",),
+        "svm",
+        trials=11,
+        seeds=(0,),
+        sizes=(11, 12),
+        repeats=1,
+        checkpoints=(5, 11),
+        noise_splits=2,
+        initial=10,
+        isolate=False,
+        num_restarts=2,
+        raw_samples=32,
+    )
+    monkeypatch.setitem(tuning_peers.BUDGETS, "tiny", tiny)
+    runs, times = tuning_peers.run("tiny")
+    assert [r.method for r in runs] == list(tuning_peers.METHODS)
+    for r in runs:
+        assert len(r.best) == len(r.seconds) == 11 and not r.capped
+        assert r.best == sorted(r.best) and r.best[-1] == max(r.best)
+        assert r.peak_mib > 0 and r.noise_sd >= 0
+        assert tuning_peers.TASKS["svm"].score(r.best_parameters) == r.best[-1]
+    assert [t.method for t in times] == list(tuning_peers.METHODS)
+    for t in times:
+        assert set(t.seconds) | set(t.failures) == {11, 12}
+        assert all(s > 0 for s in t.seconds.values())
+    text = tuning_peers.render(runs, times, "tiny", "test machine")
+    assert "- GPSampler / SketchSampler: N = 11: " in text
+    assert "SketchSampler against TPESampler at N = 11: " in text
+    assert "test machine" in text
+    figures = tuning_peers.plot(runs, times, str(tmp_path / "peers"))
+    assert [os.path.basename(f) for f in figures] == [
+        "peers-svm.png",
+        "peers-suggest.png",
+    ]
+    assert all(os.path.getsize(f) > 10_000 for f in figures)
+
+
+def test_tuning_peers_stops_a_run_at_its_time_cap(monkeypatch):
+    pytest.importorskip("optuna")
+    from botorch_sketch.benchmarks import tuning_peers
+
+    capped = tuning_peers.Budget(("svm",), "svm", 50, (0,), (11,), run_cap_s=0.0)
+    monkeypatch.setattr(tuning_peers.Task, "score", lambda self, p, seed=0: 0.5)
+    result = tuning_peers.tune_once(tuning_peers.TPE, "svm", 0, capped)
+    assert len(result.best) == 1 and result.capped

@@ -341,7 +341,8 @@ def test_help_is_plain_text(main, argv, capsys):
         main(argv)
     assert e.value.code == 0
     text = capsys.readouterr().out
-    assert "through Ax with NystromGP or Ax's default model." in text
+    assert "through Ax with NystromGP or Ax's" in text
+    assert "or through Optuna with SketchSampler." in text
     assert "botorch-sketch tune --checkpoint tune-svm-digits-nystrom.json" in text
     assert "Exit status: 0 on success, 2 on bad input" in text
     for markup in ("`", ":class:", "::", "~botorch_sketch"):

@@ -1,0 +1,330 @@
+import contextlib
+import json
+import math
+import os
+import time
+
+import pytest
+import torch
+
+pytest.importorskip("ax")
+pytest.importorskip("optuna")
+
+import optuna  # noqa: E402
+from optuna.trial import TrialState  # noqa: E402
+
+from botorch_sketch import cli  # noqa: E402
+from botorch_sketch.tune import run as tune_run  # noqa: E402
+from botorch_sketch.tune.space import Choice, parse_space  # noqa: E402
+from botorch_sketch.tune.study import STUDY  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FAST = ["--num-restarts", "2", "--raw-samples", "32", "--quiet", "--workers", "0"]
+SPACE = {
+    "x": {"type": "float", "low": 0.0, "high": 1.0},
+    "n": {"type": "int", "low": 1, "high": 10, "log": True},
+    "kind": {"type": "categorical", "choices": ["a", "b"]},
+}
+
+
+@pytest.fixture(autouse=True)
+def objectives_importable(monkeypatch):
+    # As a user's module on PYTHONPATH (spawned workers inherit sys.path).
+    monkeypatch.syspath_prepend(HERE)
+    threads = torch.get_num_threads()
+    yield
+    torch.set_num_threads(threads)
+
+
+def tune(*argv):
+    return cli.main(["tune", *argv])
+
+
+def quadratic(params):
+    import toy_objectives
+
+    return toy_objectives.quadratic(params)
+
+
+@pytest.fixture(scope="module")
+def space_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("space") / "space.json"
+    path.write_text(json.dumps(SPACE))
+    return str(path)
+
+
+def _record(path):
+    return tune_run.read_record(str(path))[1]
+
+
+def _study(path):
+    storage = f"sqlite:///{os.path.abspath(path)}"
+    return optuna.load_study(study_name=STUDY, storage=storage)
+
+
+def _check_trials(record, n):
+    done = [t for t in record["trials"].values() if "score" in t]
+    assert len(done) == n
+    for t in done:
+        params = t["parameters"]
+        assert params["kind"] in ("a", "b") and 1 <= params["n"] <= 10
+        assert t["score"] == pytest.approx(quadratic(params))
+    return done
+
+
+@pytest.mark.parametrize("backend", ["ax", "optuna"])
+def test_own_objective_runs_end_to_end(backend, space_file, tmp_path, capsys):
+    path = tmp_path / ("run.db" if backend == "optuna" else "run.json")
+    argv = ["--objective", "toy_objectives:quadratic", "--space", space_file]
+    argv += ["--backend", backend, "--trials", "5", "--initial", "4"]
+    assert tune(*argv, "--checkpoint", str(path), *FAST) == 0
+    out = capsys.readouterr().out
+    record = _record(path)
+    assert record["config"]["objective"] == "toy_objectives:quadratic"
+    assert record["config"]["objectives"] == {"value": "min"}
+    done = _check_trials(record, 5)
+    best = min(done, key=lambda t: t["score"])
+    assert f"best parameters: {best['parameters']}" in out
+    assert path.with_suffix(".png").stat().st_size > 10_000
+    if backend == "optuna":
+        study = _study(path)
+        assert study.direction == optuna.study.StudyDirection.MINIMIZE
+        assert study.best_value == pytest.approx(best["score"])
+    else:
+        assert "toy_objectives:quadratic" in out
+
+
+def test_optuna_resume_fails_interrupted_trials_and_keeps_the_rest(
+    space_file, tmp_path, capsys
+):
+    path = tmp_path / "run.db"
+    argv = ["--objective", "toy_objectives:quadratic", "--space", space_file]
+    argv += ["--backend", "optuna", "--initial", "3", "--checkpoint", str(path)]
+    assert tune(*argv, "--trials", "4", *FAST) == 0
+    before = {i: t for i, t in _record(path)["trials"].items() if "score" in t}
+    # A trial running when the run was killed.
+    running = _study(path).ask()
+    assert running.number == 4
+    # Without --resume the file is refused; a different problem too.
+    assert tune(*argv, "--trials", "6", *FAST) == 2
+    assert "exists; pass --resume" in capsys.readouterr().err
+    other = ["--objective", "toy_objectives:nan_above", "--resume"]
+    assert tune("--checkpoint", str(path), *other, *FAST) == 2
+    assert "made with objective = 'toy_objectives:quadratic'" in (
+        capsys.readouterr().err
+    )
+    resume = ["--checkpoint", str(path), "--resume", "--trials", "5"]
+    assert tune(*resume, *FAST) == 0
+    record = _record(path)
+    _check_trials(record, 5)
+    assert record["trials"]["4"]["failed"] == "interrupted"
+    for index, trial in before.items():
+        assert record["trials"][index] == trial
+    states = [t.state for t in _study(path).trials]
+    assert states.count(TrialState.COMPLETE) == 5
+    assert states[4] == TrialState.FAIL
+
+
+def test_several_objectives_on_both_backends(space_file, tmp_path, capsys):
+    argv = ["--objective", "toy_objectives:two", "--space", space_file]
+    argv += ["--objectives", "loss=min", "size=max", "--trials", "5"]
+    db = tmp_path / "two.db"
+    # The random and Sobol trials only: the models' own tests cover qLogNEHVI.
+    optuna_argv = ["--initial", "5", "--backend", "optuna", "--checkpoint", str(db)]
+    assert tune(*argv, *optuna_argv, *FAST) == 0
+    out = capsys.readouterr().out
+    assert "Pareto-optimal trials" in out
+    study = _study(db)
+    assert [d.name for d in study.directions] == ["MINIMIZE", "MAXIMIZE"]
+    record = _record(db)
+    for t in (t for t in record["trials"].values() if "score" in t):
+        assert t["values"]["size"] == t["parameters"]["n"]
+        assert t["score"] == t["values"]["loss"]
+    # Ax: the Sobol trials only (Ax's multi-objective model fits are slow).
+    js = tmp_path / "two.json"
+    assert tune(*argv, "--initial", "5", "--checkpoint", str(js), *FAST) == 0
+    client, _ = tune_run.load_checkpoint(str(js))
+    objective = client._experiment.optimization_config.objective
+    assert objective.is_multi_objective
+    assert sorted(objective.metric_names) == ["loss", "size"]
+
+
+def test_nan_fails_the_trial_and_the_run_goes_on(space_file, tmp_path):
+    path = tmp_path / "nan.db"
+    argv = ["--objective", "toy_objectives:nan_above", "--space", space_file]
+    argv += ["--backend", "optuna", "--trials", "8", "--initial", "8"]
+    assert tune(*argv, "--checkpoint", str(path), *FAST) == 0
+    record = _record(path)
+    failed = [t for t in record["trials"].values() if "failed" in t]
+    assert failed and all("returned {'value': nan}" in t["failed"] for t in failed)
+    states = [t.state for t in _study(path).trials]
+    assert states.count(TrialState.COMPLETE) == 8
+    assert states.count(TrialState.FAIL) == len(failed)
+
+
+@pytest.mark.parametrize("backend", ["ax", "optuna"])
+def test_second_run_on_a_locked_checkpoint_refuses(
+    backend, space_file, tmp_path, capsys
+):
+    path = tmp_path / "locked"
+    argv = ["--objective", "toy_objectives:quadratic", "--space", space_file]
+    with tune_run.checkpoint_lock(str(path)):
+        start = time.monotonic()
+        code = tune(*argv, "--backend", backend, "--checkpoint", str(path), *FAST)
+        assert code == 2 and time.monotonic() - start < 5
+    assert f"{path} is in use by another tune run (process {os.getpid()})" in (
+        capsys.readouterr().err
+    )
+    assert not path.exists()
+
+
+def _space(**entries):
+    return {**SPACE, **entries}
+
+
+@pytest.mark.parametrize(
+    "space, message",
+    [
+        ("{", "is not valid JSON"),
+        ([1, 2], "must be a JSON object mapping parameter names"),
+        ({}, "the space has no parameter"),
+        (_space(x=[0, 1]), "parameter 'x' must be an object"),
+        (_space(x={"type": "real"}), "parameter 'x': 'type' must be one of"),
+        (_space(x={"type": "float", "low": 0}), "parameter 'x' (float) lacks 'high'"),
+        (
+            _space(x={"type": "float", "low": 0, "high": 1, "step": 0.1}),
+            "parameter 'x' (float) has an unknown field 'step'",
+        ),
+        (
+            _space(x={"type": "float", "low": 2, "high": 1}),
+            "parameter 'x': the lower bound 2 must be below the upper bound 1",
+        ),
+        (
+            _space(x={"type": "float", "low": 0, "high": 1, "log": True}),
+            "parameter 'x': a log-scale range needs a positive lower bound",
+        ),
+        (
+            _space(x={"type": "float", "low": "0", "high": 1}),
+            "parameter 'x': 'low' must be a finite number",
+        ),
+        (
+            _space(n={"type": "int", "low": 1.5, "high": 10}),
+            "parameter 'n': an integer range needs integer bounds",
+        ),
+        (
+            _space(kind={"type": "categorical", "choices": ["a"]}),
+            "parameter 'kind': 'choices' must be a list of at least two",
+        ),
+        (
+            _space(kind={"type": "categorical", "choices": ["a", "a"]}),
+            "parameter 'kind': 'choices' repeats a value",
+        ),
+    ],
+)
+def test_bad_space_files_are_named(space, message, tmp_path, capsys):
+    path = tmp_path / "space.json"
+    path.write_text(space if isinstance(space, str) else json.dumps(space))
+    ckpt = tmp_path / "x.json"
+    argv = ["--objective", "toy_objectives:quadratic", "--space", str(path)]
+    assert tune(*argv, "--checkpoint", str(ckpt), *FAST) == 2
+    err = capsys.readouterr().err
+    assert f"--space {path}" in err and message in err
+    assert not ckpt.exists()
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--objective", "toy_objectives"], "must be MODULE:FUNCTION"),
+        (["--objective", "no_such_module_x:f"], "no module named 'no_such_module_x'"),
+        (["--objective", "toy_objectives:missing"], "has no 'missing'"),
+        (["--objective", "toy_objectives:NOT_CALLABLE"], "is not callable (got 3)"),
+        (["--objective", "broken_objective:f"], "importing broken_objective failed"),
+        (["--objective", "toy_objectives:text"], "returned 'high' for 'value'"),
+        (["--objective", "toy_objectives:two"], "without 'value'; name its values"),
+        (
+            [
+                "--objective",
+                "toy_objectives:quadratic",
+                "--objectives",
+                "a=max",
+                "b=min",
+            ],
+            "returned a float, not a dict of the 2 objectives",
+        ),
+        (["--objectives", "loss"], "NAME=min or NAME=max"),
+        (["--objectives", "a=min", "a=max"], "names 'a' twice"),
+        (["--dataset", "iris"], "--dataset is an option of the built-in problems"),
+        (["--backend", "optuna", "--acquisition", "qlogei"], "an Ax setting"),
+    ],
+)
+def test_bad_objectives_exit_2_with_a_message(
+    argv, message, space_file, tmp_path, capsys, monkeypatch
+):
+    (tmp_path / "broken_objective.py").write_text("raise RuntimeError('no GPU')\n")
+    # The current directory is searched, as ``python -m`` does.
+    monkeypatch.chdir(tmp_path)
+    if "--objective" not in argv:
+        argv = ["--objective", "toy_objectives:quadratic", *argv]
+    if "--backend" not in argv:
+        argv = [*argv, "--backend", "optuna"]  # no model fit before trial 3
+    ckpt = ["--checkpoint", str(tmp_path / "x.db")]
+    argv += ["--space", space_file, "--initial", "2", "--trials", "2", *ckpt]
+    assert tune(*argv, *FAST) == 2
+    assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--objective", "toy_objectives:quadratic"], "--objective needs --space"),
+        (["--objectives", "loss=min"], "--objectives goes with --objective"),
+    ],
+)
+def test_options_of_the_other_kind_of_problem(argv, message, tmp_path, capsys):
+    assert tune(*argv, "--checkpoint", str(tmp_path / "x.json"), *FAST) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_compare_plots_ax_and_optuna_runs(space_file, tmp_path, capsys):
+    paths = []
+    for backend, suffix in (("ax", ".json"), ("optuna", ".db")):
+        path = str(tmp_path / f"r{suffix}")
+        argv = ["--objective", "toy_objectives:quadratic", "--space", space_file]
+        argv += ["--backend", backend, "--trials", "3", "--initial", "3"]
+        assert tune(*argv, "--checkpoint", path, *FAST) == 0
+        paths.append(path)
+    capsys.readouterr()
+    assert tune("--compare", *paths, "--plot", str(tmp_path / "c.png")) == 0
+    out = capsys.readouterr().out
+    assert "| nystrom (toy_objectives:quadratic) | 3 |" in out
+    assert "| optuna:nystrom (toy_objectives:quadratic) | 3 |" in out
+
+
+def test_space_round_trips_through_the_checkpoint_format():
+    params = parse_space(SPACE)
+    assert params[2] == Choice("kind", ("a", "b"))
+    from botorch_sketch.tune.space import to_dict
+
+    assert parse_space([to_dict(p) for p in params]) == params
+    assert math.isclose(params[1].high, 10) and params[1].log
+
+
+def test_optuna_overwrite_and_foreign_sqlite_files(space_file, tmp_path, capsys):
+    import sqlite3
+
+    path = tmp_path / "run.db"
+    argv = ["--objective", "toy_objectives:quadratic", "--space", space_file]
+    argv += ["--backend", "optuna", "--initial", "3", "--checkpoint", str(path)]
+    assert tune(*argv, "--trials", "3", *FAST) == 0
+    assert tune(*argv, "--trials", "2", "--overwrite", *FAST) == 0
+    assert len(_study(path).trials) == 2
+    # Someone else's SQLite file is named, and left as it was.
+    foreign = tmp_path / "foreign.sqlite"
+    with contextlib.closing(sqlite3.connect(foreign)) as db:
+        db.execute("CREATE TABLE t (x)")
+    assert tune("--checkpoint", str(foreign), "--resume", *FAST) == 2
+    assert "is an SQLite file but not an Optuna storage" in capsys.readouterr().err
+    with contextlib.closing(sqlite3.connect(foreign)) as db:
+        tables = [r[0] for r in db.execute("SELECT name FROM sqlite_master")]
+    assert tables == ["t"]
