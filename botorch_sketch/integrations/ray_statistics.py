@@ -48,7 +48,7 @@ import resource
 import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -118,9 +118,13 @@ class ShardRecord:
         sample_rows: The leading rows of the model's ``train_X``, the fitting
             sample, that the statistics include.
         shard_format: How the shards were read; new shards are read the same way.
-        seconds: Worker seconds of each shard (reading and summing).
+        seconds: Worker wall seconds of each shard (reading and summing).
+        cpu_seconds: Worker CPU seconds of each shard: its cost on an idle core
+            (with one thread a worker), whatever else shares the machine.
         peak_rss_mb: Peak resident memory of the worker process that summed
             each shard, in MB (the process's peak so far, as ``getrusage``).
+        phase_seconds: Wall seconds of the last build's or refresh's phases
+            (``"survey"``, ``"fit"``, ``"statistics"``).
     """
 
     shard_ids: tuple[str, ...]
@@ -129,7 +133,9 @@ class ShardRecord:
     sample_rows: int
     shard_format: ShardFormat
     seconds: tuple[float, ...]
+    cpu_seconds: tuple[float, ...]
     peak_rss_mb: tuple[float, ...]
+    phase_seconds: Mapping[str, float] = field(default_factory=dict)
 
     @property
     def num_data(self) -> int:
@@ -156,6 +162,7 @@ class _Summed:
     statistics: DTCStatistics
     n: int
     seconds: float
+    cpu_seconds: float
     peak_rss_mb: float
 
 
@@ -230,6 +237,8 @@ def build_sharded_nystrom_gp(
     named = _named_shards(ray, shards)
     ids = [sid for sid, _ in named]
     options = {"num_cpus": threads_per_worker, "max_retries": max_retries}
+    clock = time.perf_counter
+    start = clock()
     surveys = _map_shards(
         ray,
         _survey_shard,
@@ -247,6 +256,8 @@ def build_sharded_nystrom_gp(
             f"{ids[0]!r} has {first}."
         )
     shard_format = replace(shard_format, dim=surveys[0].dim)
+    phases = {"survey": clock() - start}
+    start = clock()
     sample_X, sample_Y = _sample_across(surveys, fit_subset_size, seed)
     n, mean, m2 = _combined_moments(surveys)
     x_min = torch.stack([s.x_min for s in surveys]).amin(0)
@@ -275,14 +286,17 @@ def build_sharded_nystrom_gp(
             warnings.simplefilter("ignore", ExactRegimeWarning)
             fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))
     model.eval()
+    phases["fit"] = clock() - start
+    start = clock()
     summed = _sum_shards(ray, model, named, shard_format, options, num_workers)
+    phases["statistics"] = clock() - start
     for sid, s, part in zip(ids, surveys, summed, strict=True):
         if part.n != s.n:
             raise ShardFailedError(
                 f"Shard {sid!r} had {s.n} rows in the survey and {part.n} when "
                 "summed: a shard must return the same data every time it is read."
             )
-    return _attach(model, named, summed, shard_format, None, sample_X.shape[0])
+    return _attach(model, named, summed, shard_format, None, sample_X.shape[0], phases)
 
 
 def refresh(
@@ -389,9 +403,17 @@ def _resum(
                 "only (rebuild re-sums a changed set)."
             )
     options = {"num_cpus": threads_per_worker, "max_retries": max_retries}
+    start = time.perf_counter()
     summed = _sum_shards(ray, model, named, base.shard_format, options, num_workers)
+    phases = {"statistics": time.perf_counter() - start}
     return _attach(
-        copy.deepcopy(model), named, summed, base.shard_format, record, base.sample_rows
+        copy.deepcopy(model),
+        named,
+        summed,
+        base.shard_format,
+        record,
+        base.sample_rows,
+        phases,
     )
 
 
@@ -402,12 +424,13 @@ def _attach(
     shard_format: ShardFormat,
     previous: ShardRecord | None,
     sample_rows: int,
+    phases: dict[str, float],
 ) -> NystromGP:
     total = previous.statistics if previous is not None else None
     for part in summed:  # in shard order, whatever order the tasks finished in
         stats = _like(part.statistics, model.train_X)
         total = stats if total is None else total + stats
-    old = previous or ShardRecord((), (), total, sample_rows, shard_format, (), ())
+    old = previous or ShardRecord((), (), total, sample_rows, shard_format, (), (), ())
     record = ShardRecord(
         shard_ids=old.shard_ids + tuple(sid for sid, _ in named),
         shard_sizes=old.shard_sizes + tuple(p.n for p in summed),
@@ -415,7 +438,9 @@ def _attach(
         sample_rows=sample_rows,
         shard_format=shard_format,
         seconds=old.seconds + tuple(p.seconds for p in summed),
+        cpu_seconds=old.cpu_seconds + tuple(p.cpu_seconds for p in summed),
         peak_rss_mb=old.peak_rss_mb + tuple(p.peak_rss_mb for p in summed),
+        phase_seconds=phases,
     )
     model.set_data_statistics(total, rows_included=sample_rows)
     model.shard_record = record
@@ -653,12 +678,12 @@ def _summed_shard(
     model: NystromGP, shard: Any, shard_id: str, shard_format: ShardFormat, threads: int
 ) -> _Summed:
     torch.set_num_threads(threads)
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     X, Y = _load_shard(shard, shard_id, shard_format)
     stats = model.observation_statistics(X, Y)
-    seconds = time.perf_counter() - start
+    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KB on Linux
-    return _Summed(stats, X.shape[0], seconds, peak)
+    return _Summed(stats, X.shape[0], seconds, cpu, peak)
 
 
 def _shard_seed(seed: int, shard_id: str) -> int:
