@@ -89,7 +89,13 @@ def _iteration(budget: str, stem: str) -> tuple[str, list[str]]:
 
 
 def _scale(budget: str, stem: str) -> tuple[str, list[str]]:
-    return scale.render(scale.run(budget), machine()), []
+    text = scale.render(scale.run(budget), machine())
+    try:
+        import ray  # noqa: F401
+    except ImportError:
+        return text + "\n\n(The sharded case needs the ray extra.)", []
+    sharded = scale.render_sharded(scale.run_sharded(budget), machine(1))
+    return text + "\n\n" + sharded, []
 
 
 def _throughput(budget: str, stem: str) -> tuple[str, list[str]]:

@@ -4,6 +4,8 @@ r"""Integrations with other libraries, each an optional extra.
 :mod:`botorch_sketch.integrations.ax` (the ``ax`` extra: ``pip install -e ".[ax]"``
 in a clone) builds Ax generation strategies that use this package's models;
 :mod:`botorch_sketch.integrations.optuna` (the ``optuna`` extra:
-``pip install -e ".[optuna]"``) is an Optuna sampler on them. Importing this
+``pip install -e ".[optuna]"``) is an Optuna sampler on them;
+:mod:`botorch_sketch.integrations.ray_statistics` (the ``ray`` extra) builds a
+``NystromGP`` on sharded data, its statistics summed on Ray workers. Importing this
 package imports none of them.
 """

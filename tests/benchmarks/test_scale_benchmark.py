@@ -1,8 +1,16 @@
 import math
 
+import pytest
 import torch
 
-from botorch_sketch.benchmarks.scale import Row, _data, render, svgp_ratio
+from botorch_sketch.benchmarks.scale import (
+    Row,
+    _data,
+    render,
+    render_sharded,
+    run_sharded,
+    svgp_ratio,
+)
 from botorch_sketch.benchmarks.svgp_race import RaceResult, race_svgp
 
 
@@ -42,3 +50,13 @@ def test_render_reports_growth_and_the_svgp_ratio():
     assert svgp_ratio(rows[2]) == "> 30.0"
     assert svgp_ratio(rows[0]) == ""
     assert "not in 120" in text and "a machine" in text
+
+
+def test_sharded_case_times_each_worker_count_and_projects():
+    pytest.importorskip("ray")
+    row = run_sharded("tiny")
+    assert row.n == 5_000 and row.shards == 4 and set(row.statistics) == {1, 2}
+    assert row.peak_mb > 0 and row.reduce_seconds > 0 and row.efficiency > 0
+    assert row.projection() > row.fit
+    text = render_sharded(row, "a machine")
+    assert "scaling efficiency 1 -> 2 workers" in text and "projection" in text

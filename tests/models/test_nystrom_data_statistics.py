@@ -1,0 +1,69 @@
+"""NystromGP conditioned on statistics of data it does not hold."""
+
+import pytest
+import torch
+from botorch.exceptions.errors import InputDataError, UnsupportedError
+from botorch.fit import fit_gpytorch_mll
+from botorch.models.transforms.input import Normalize
+from gpytorch.mlls import ExactMarginalLogLikelihood
+
+from botorch_sketch.models.nystrom_gp import NystromGP
+from botorch_sketch.sketching.selection import GreedyVarianceSelector
+
+
+def _data(n, tkwargs, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    X = torch.rand(n, 2, generator=g, dtype=torch.double)
+    Y = torch.sin(5 * X).sum(-1, keepdim=True) + 0.1 * torch.randn(
+        n, 1, generator=g, dtype=torch.double
+    )
+    return X.to(**tkwargs), Y.to(**tkwargs)
+
+
+def test_statistics_of_held_out_data_give_the_full_posterior(tkwargs):
+    X, Y = _data(300, tkwargs)
+    full = NystromGP(
+        X, Y, inducing=GreedyVarianceSelector(20), input_transform=Normalize(2)
+    )
+    inducing = X[full.inducing_index]
+    sample = NystromGP(X[:40], Y[:40], inducing=inducing, input_transform=Normalize(2))
+    sample.load_state_dict(full.state_dict())
+    stats = sample.observation_statistics(X[:100], Y[:100])
+    stats = stats + sample.observation_statistics(X[100:], Y[100:])
+    sample.set_data_statistics(stats)  # its 40 rows are among the 300
+    Xt = torch.rand(3, 4, 2, **tkwargs)
+    a, b = full.posterior(Xt), sample.posterior(Xt)
+    assert torch.allclose(a.mean, b.mean, atol=1e-10)
+    assert torch.allclose(a.variance, b.variance, atol=1e-10)
+    # Rows added later count on top of the statistics.
+    Xn, Yn = _data(5, tkwargs, seed=1)
+    c, d = (
+        full.condition_on_observations(Xn, Yn),
+        sample.condition_on_observations(Xn, Yn),
+    )
+    c._cache = d._cache = None
+    assert torch.allclose(c.posterior(Xt).mean, d.posterior(Xt).mean, atol=1e-10)
+    moved = sample.to(dtype=torch.double)
+    assert torch.allclose(moved.posterior(Xt).mean, b.mean)
+
+
+def test_statistics_freeze_the_hyperparameters(tkwargs):
+    X, Y = _data(120, tkwargs)
+    model = NystromGP(X[:30], Y[:30])
+    rule_set = model.inducing_points.clone()
+    model.set_data_statistics(model.observation_statistics(X, Y), rows_included=0)
+    # The rule's set became fixed inputs: the statistics are its coordinates.
+    assert model.inducing_rule is None
+    assert torch.equal(model.inducing_points, rule_set)
+    with pytest.raises(UnsupportedError, match="Rebuild"):
+        fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))
+    with pytest.raises(UnsupportedError, match="Rebuild"):
+        model.effective_dimension()
+    model.posterior(X[:2])
+    with torch.no_grad():
+        model.covar_module.lengthscale = 0.5
+    model._cache = None
+    with pytest.raises(UnsupportedError, match="lengthscale"):
+        model.posterior(X[:2])
+    with pytest.raises(InputDataError, match="rows_included"):
+        model.set_data_statistics(model.observation_statistics(X, Y), rows_included=31)
