@@ -162,6 +162,24 @@ def test_file_callable_and_dataset_shards_sum_like_references(built, tmp_path):
     _assert_same_posterior(made, _single_process(made, Xm, Ym, False))
 
 
+def test_a_ray_dataset_sums_like_references(built):
+    pytest.importorskip("pyarrow")  # Ray Data's block format
+    from ray import data as ray_data
+
+    X, Y, parts, model = built
+    rows = [
+        {"X": x.numpy(), "Y": y.numpy()}
+        for part in parts
+        for x, y in zip(*part, strict=True)
+    ]
+    dataset = ray_data.from_items(rows, override_num_blocks=3)
+    dataset.set_name("logs")
+    from_dataset = rebuild(model, dataset)
+    assert from_dataset.shard_record.num_data == X.shape[0]
+    assert from_dataset.shard_record.shard_ids[0].startswith("logs[")
+    _assert_same_posterior(from_dataset, model, 1e-10)
+
+
 def test_adding_a_shard_equals_rebuilding(built):
     X, Y, parts, model = built
     Xn, Yn = _data(120, 3)
