@@ -50,7 +50,12 @@ from typing import Any
 
 import torch
 
-from botorch_sketch.tune.problems import Param, cross_validated, evaluate
+from botorch_sketch.tune.problems import (
+    ESTIMATORS,
+    Param,
+    cross_validated,
+    evaluate,
+)
 
 #: The methods, in the order of the tables.
 SKETCH = "SketchSampler"
@@ -72,18 +77,8 @@ PAIRS = (
 
 
 def _gbm6(p: Mapping[str, Any]) -> Any:
-    from sklearn.ensemble import HistGradientBoostingClassifier
-
-    return HistGradientBoostingClassifier(
-        learning_rate=p["learning_rate"],
-        max_iter=int(p["max_iter"]),
-        max_leaf_nodes=int(p["max_leaf_nodes"]),
-        min_samples_leaf=int(p["min_samples_leaf"]),
-        l2_regularization=p["l2_regularization"],
-        max_features=p["max_features"],
-        early_stopping=False,
-        random_state=0,
-    )
+    # ``tune``'s gradient boosting, with ``max_features`` as a sixth parameter.
+    return ESTIMATORS["gbm"].build(p)
 
 
 @dataclass(frozen=True)
