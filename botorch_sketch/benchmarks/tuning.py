@@ -171,19 +171,12 @@ def time_next_trials(
         The rows, by ``N`` then setup.
     """
     from ax.api.client import Client
-    from ax.api.configs import RangeParameterConfig
+
+    from botorch_sketch.tune.run import ax_parameter
 
     client = Client(random_seed=0)
     client.configure_experiment(
-        parameters=[
-            RangeParameterConfig(
-                name=p.name,
-                parameter_type=p.kind,
-                bounds=(p.low, p.high),
-                scaling="log" if p.log else "linear",
-            )
-            for p in search_space(budget.estimator)
-        ]
+        parameters=[ax_parameter(p) for p in search_space(budget.estimator)]
     )
     client.configure_optimization(objective=METRIC)
     rows, attached = [], 0

@@ -254,9 +254,13 @@ def _distributions(task: Task) -> dict[str, Any]:
 
 def _ax_client(method: str, task: Task, seed: int, budget: Budget) -> Any:
     from ax.api.client import Client
-    from ax.api.configs import RangeParameterConfig
 
-    from botorch_sketch.tune.run import METRIC, TuneConfig, generation_strategy
+    from botorch_sketch.tune.run import (
+        METRIC,
+        TuneConfig,
+        ax_parameter,
+        generation_strategy,
+    )
 
     model, acquisition = (
         ("nystrom", "qlogei") if method == AX_OURS else ("default", "auto")
@@ -270,17 +274,7 @@ def _ax_client(method: str, task: Task, seed: int, budget: Budget) -> Any:
         raw_samples=budget.raw_samples,
     )
     client = Client(random_seed=seed)
-    client.configure_experiment(
-        parameters=[
-            RangeParameterConfig(
-                name=p.name,
-                parameter_type=p.kind,
-                bounds=(p.low, p.high),
-                scaling="log" if p.log else "linear",
-            )
-            for p in task.params
-        ]
-    )
+    client.configure_experiment(parameters=[ax_parameter(p) for p in task.params])
     client.configure_optimization(objective=METRIC)
     return client, lambda existing: generation_strategy(config, existing)
 

@@ -884,7 +884,8 @@ def generation_strategy(config: TuneConfig, use_existing_trials: bool = False) -
     return integration.default_generation_strategy(**common)
 
 
-def _ax_parameter(p: SpaceParam) -> Any:
+def ax_parameter(p: SpaceParam) -> Any:
+    r"""The Ax parameter config of a search-space parameter (range or choice)."""
     from ax.api.configs import ChoiceParameterConfig, RangeParameterConfig
 
     if p.kind != "categorical":
@@ -919,7 +920,7 @@ def _new_client(config: TuneConfig) -> Any:
     client = Client(random_seed=config.seed)
     client.configure_experiment(
         name=f"tune-{config.name()}",
-        parameters=[_ax_parameter(p) for p in config.params()],
+        parameters=[ax_parameter(p) for p in config.params()],
     )
     client.configure_optimization(objective=ax_objective(config.objectives))
     client.set_generation_strategy(generation_strategy=gs)
