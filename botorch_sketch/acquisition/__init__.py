@@ -10,5 +10,11 @@ from botorch_sketch.acquisition.bkb_ucb import (
     bkb_beta,
     qBKBUpperConfidenceBound,
 )
+from botorch_sketch.acquisition.contextual_ucb import ucb_action
 
-__all__ = ["BKBUpperConfidenceBound", "bkb_beta", "qBKBUpperConfidenceBound"]
+__all__ = [
+    "BKBUpperConfidenceBound",
+    "bkb_beta",
+    "qBKBUpperConfidenceBound",
+    "ucb_action",
+]

@@ -15,7 +15,7 @@ maximise over a finite action set; with a box of actions each round
    scores` (one batched call, ``O(G m^2)``), and
 2. if ``refine``, starts ``optimize_acqf`` (L-BFGS-B on the action, context
    fixed) from the best grid action via
-   :func:`~botorch_sketch.models.incremental.ucb_action`, keeping whichever of
+   :func:`~botorch_sketch.acquisition.contextual_ucb.ucb_action`, keeping whichever of
    the two scores higher, so the refinement never loses to the grid.
 
 The grid is drawn once: a fixed grid makes ``refine=False`` the finite-action
@@ -36,10 +36,10 @@ from botorch.exceptions.errors import InputDataError
 from torch import Tensor
 from torch.quasirandom import SobolEngine
 
+from botorch_sketch.acquisition.contextual_ucb import ucb_action
 from botorch_sketch.bandits.contextual import OnlineKernelUCB
 from botorch_sketch.bandits.continuous_environments import check_action_bounds
 from botorch_sketch.bandits.policy import argmax_first
-from botorch_sketch.models.incremental import ucb_action
 
 
 class ContinuousActionUCB:

@@ -2,9 +2,9 @@
 r"""A real BO task: a scikit-learn estimator's cross-validated accuracy.
 
 The same estimators, search spaces and cross-validation as ``botorch-sketch tune``
-(:mod:`botorch_sketch.tune.problems`), as a BoTorch test function, so that the
-closed-loop benchmark runs a real objective through the same loop as the
-synthetic ones. Log-scaled hyperparameters are searched in ``log10`` units and
+(:mod:`botorch_sketch.integrations.tune.problems`), as a BoTorch test function,
+so that the closed-loop benchmark runs a real objective through the same loop as
+the synthetic ones. Log-scaled hyperparameters are searched in ``log10`` units and
 integers are rounded. The accuracy is maximised; its optimal value is taken to
 be 1, so the "simple regret" the benchmark reports is the best cross-validated
 error found (it cannot reach zero on most data sets, and it is the same floor
@@ -23,7 +23,7 @@ from botorch.exceptions.errors import InputDataError
 from botorch.test_functions.synthetic import SyntheticTestFunction
 from torch import Tensor
 
-from botorch_sketch.tune.problems import DATASETS, ESTIMATORS, evaluate
+from botorch_sketch.integrations.tune.problems import DATASETS, ESTIMATORS, evaluate
 
 
 class CrossValidatedAccuracy(SyntheticTestFunction):
@@ -43,9 +43,10 @@ class CrossValidatedAccuracy(SyntheticTestFunction):
         r"""Build the problem.
 
         Args:
-            dataset: A data set of :data:`~botorch_sketch.tune.problems.DATASETS`.
+            dataset: A data set of
+                :data:`~botorch_sketch.integrations.tune.problems.DATASETS`.
             estimator: An estimator of
-                :data:`~botorch_sketch.tune.problems.ESTIMATORS`.
+                :data:`~botorch_sketch.integrations.tune.problems.ESTIMATORS`.
             folds: Stratified cross-validation folds (split with seed 0).
         """
         if dataset not in DATASETS or estimator not in ESTIMATORS:

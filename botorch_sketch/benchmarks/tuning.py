@@ -33,8 +33,8 @@ from typing import Any
 
 import torch
 
-from botorch_sketch.tune.problems import Param, evaluate, search_space
-from botorch_sketch.tune.run import (
+from botorch_sketch.integrations.tune.problems import Param, evaluate, search_space
+from botorch_sketch.integrations.tune.run import (
     METRIC,
     TuneConfig,
     generation_strategy,
@@ -172,7 +172,7 @@ def time_next_trials(
     """
     from ax.api.client import Client
 
-    from botorch_sketch.tune.run import ax_parameter
+    from botorch_sketch.integrations.tune.run import ax_parameter
 
     client = Client(random_seed=0)
     client.configure_experiment(
@@ -259,8 +259,8 @@ def _run(
 
 def plot(tune_rows: list[TuneRow], stem: str) -> list[str]:
     r"""The best score and time per trial of the tuning runs, one figure per seed."""
-    from botorch_sketch.tune.plot import plot_series, series
-    from botorch_sketch.tune.run import read_record
+    from botorch_sketch.integrations.tune.plot import plot_series, series
+    from botorch_sketch.integrations.tune.run import read_record
 
     paths = []
     for seed in sorted({r.seed for r in tune_rows}):

@@ -50,7 +50,7 @@ from typing import Any
 
 import torch
 
-from botorch_sketch.tune.problems import (
+from botorch_sketch.integrations.tune.problems import (
     ESTIMATORS,
     Param,
     cross_validated,
@@ -88,8 +88,8 @@ class Task:
     name: str
     dataset: str
     params: tuple[Param, ...]
-    #: The estimator of ``botorch_sketch.tune.problems.ESTIMATORS``, or None to
-    #: build it with :func:`_gbm6`.
+    #: The estimator of ``botorch_sketch.integrations.tune.problems.ESTIMATORS``,
+    #: or None to build it with :func:`_gbm6`.
     estimator: str | None = None
 
     def score(self, parameters: Mapping[str, Any], seed: int = 0) -> float:
@@ -255,7 +255,7 @@ def _distributions(task: Task) -> dict[str, Any]:
 def _ax_client(method: str, task: Task, seed: int, budget: Budget) -> Any:
     from ax.api.client import Client
 
-    from botorch_sketch.tune.run import (
+    from botorch_sketch.integrations.tune.run import (
         METRIC,
         TuneConfig,
         ax_parameter,
@@ -316,7 +316,7 @@ def tune_once(method: str, task_name: str, seed: int, budget: Budget) -> RunResu
             study.tell(trial, score)
             record(trial.params, score)
     else:
-        from botorch_sketch.tune.run import METRIC
+        from botorch_sketch.integrations.tune.run import METRIC
 
         client, strategy = _ax_client(method, task, seed, budget)
         client.set_generation_strategy(strategy(False))
@@ -385,7 +385,7 @@ class _Timer:
             )
             self.study.add_trial(trial)
         else:
-            from botorch_sketch.tune.run import METRIC
+            from botorch_sketch.integrations.tune.run import METRIC
 
             index = self.client.attach_trial(setting)
             self.client.complete_trial(trial_index=index, raw_data={METRIC: score})
@@ -494,7 +494,7 @@ def _measured(function: Callable[..., Any], *args: Any) -> Any:
     # Runs ``function`` on one thread and adds the process's peak memory.
     from threadpoolctl import threadpool_limits
 
-    from botorch_sketch.tune.run import quiet_ax
+    from botorch_sketch.integrations.tune.run import quiet_ax
 
     before = _peak_mib()
     threads = torch.get_num_threads()
@@ -517,7 +517,7 @@ def _import_everything() -> None:
     import sklearn.ensemble  # noqa: F401
 
     import botorch_sketch.integrations.optuna  # noqa: F401
-    import botorch_sketch.tune.run  # noqa: F401
+    import botorch_sketch.integrations.tune.run  # noqa: F401
 
 
 def _isolated(function: Callable[..., Any], *args: Any) -> Any:

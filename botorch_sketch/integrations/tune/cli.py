@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-r"""``botorch-sketch tune`` (also ``python -m botorch_sketch.tune``).
+r"""``botorch-sketch tune`` (also ``python -m botorch_sketch.integrations.tune``).
 
 Tune a scikit-learn estimator's hyperparameters on a data set that ships with
 scikit-learn, or your own objective function, through Ax with
@@ -39,13 +39,13 @@ import re
 import sys
 import textwrap
 
-from botorch_sketch.tune.objective import (
+from botorch_sketch.integrations.tune.objective import (
     ObjectiveError,
     load_objective,
     parse_objectives,
 )
-from botorch_sketch.tune.problems import DATASETS, ESTIMATORS
-from botorch_sketch.tune.run import (
+from botorch_sketch.integrations.tune.problems import DATASETS, ESTIMATORS
+from botorch_sketch.integrations.tune.run import (
     ACQUISITIONS,
     BACKENDS,
     LIMITS,
@@ -54,7 +54,7 @@ from botorch_sketch.tune.run import (
     TuneError,
     read_record,
 )
-from botorch_sketch.tune.space import read_space, to_dict
+from botorch_sketch.integrations.tune.space import read_space, to_dict
 
 PROG = "botorch-sketch tune"
 
@@ -327,14 +327,14 @@ def _check_problem_options(args: argparse.Namespace) -> None:
 
 def run(args: argparse.Namespace) -> int:
     r"""Carry out parsed ``tune`` arguments; raises ``TuneError`` on bad input."""
-    from botorch_sketch.tune.plot import plot_checkpoints, summary
+    from botorch_sketch.integrations.tune.plot import plot_checkpoints, summary
 
     if args.compare:
         path, runs = plot_checkpoints(args.compare, args.plot or "compare.png")
         print(summary(runs))
         print(f"wrote {path}")
         return 0
-    from botorch_sketch.tune.run import quiet_ax, tune
+    from botorch_sketch.integrations.tune.run import quiet_ax, tune
 
     config = _config(args)
     suffix = ".db" if config.backend == "optuna" else ".json"

@@ -19,10 +19,10 @@ from ax.api.client import Client  # noqa: E402
 
 import botorch_sketch  # noqa: E402
 import botorch_sketch.integrations.ax  # noqa: E402, F401 (lets Ax decode NystromGP)
-from botorch_sketch import cli  # noqa: E402
-from botorch_sketch.tune import cli as tune_cli  # noqa: E402
-from botorch_sketch.tune import run as tune_run  # noqa: E402
-from botorch_sketch.tune.problems import Param, evaluate, search_space  # noqa: E402
+from botorch_sketch.integrations import cli  # noqa: E402
+from botorch_sketch.integrations.tune import cli as tune_cli  # noqa: E402
+from botorch_sketch.integrations.tune import run as tune_run  # noqa: E402
+from botorch_sketch.integrations.tune.problems import Param, evaluate, search_space  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(botorch_sketch.__file__)))
 FAST = ["--num-restarts", "2", "--raw-samples", "64", "--quiet"]
@@ -131,7 +131,14 @@ def test_killed_run_resumes_without_losing_or_repeating_trials(tmp_path, capsys)
     # A session of its own: the run, its workers and multiprocessing's resource
     # tracker form one process group, which the test can watch and clean up.
     proc = subprocess.Popen(
-        [sys.executable, "-m", "botorch_sketch.tune", *argv, "--checkpoint", str(path)],
+        [
+            sys.executable,
+            "-m",
+            "botorch_sketch.integrations.tune",
+            *argv,
+            "--checkpoint",
+            str(path),
+        ],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,

@@ -30,7 +30,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from botorch_sketch.tune.problems import Param
+from botorch_sketch.integrations.tune.problems import Param
 
 #: The fields each type takes (required, optional).
 _FIELDS = {
@@ -82,7 +82,8 @@ def parse_entry(name: str, entry: Any) -> SpaceParam:
         entry: Its description (a JSON object).
 
     Returns:
-        A :class:`~botorch_sketch.tune.problems.Param` or a :class:`Choice`.
+        A :class:`~botorch_sketch.integrations.tune.problems.Param` or a
+        :class:`Choice`.
 
     Raises:
         ValueError: Naming the parameter and what is wrong with its entry.

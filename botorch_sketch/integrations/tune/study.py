@@ -94,7 +94,7 @@ def sampler(config: Any, seed: int) -> Any:
     r"""The Optuna sampler of a run's settings.
 
     Args:
-        config: The run's :class:`~botorch_sketch.tune.run.TuneConfig`.
+        config: The run's :class:`~botorch_sketch.integrations.tune.run.TuneConfig`.
         seed: The sampler's seed (the run's, shifted on resume so that the
             random start does not repeat itself).
     """

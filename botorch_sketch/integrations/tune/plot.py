@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from botorch_sketch.tune.run import read_record
+from botorch_sketch.integrations.tune.run import read_record
 
 
 @dataclass

@@ -3,7 +3,7 @@ r"""The ``botorch-sketch`` command.
 
 Subcommands:
     tune: tune a scikit-learn estimator or your own objective through Ax or
-        Optuna (:mod:`botorch_sketch.tune`).
+        Optuna (:mod:`botorch_sketch.integrations.tune`).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import sys
 
 def main(argv: list[str] | None = None) -> int:
     r"""Parse the subcommand and run it; returns the exit status."""
-    from botorch_sketch.tune import cli as tune_cli
+    from botorch_sketch.integrations.tune import cli as tune_cli
 
     parser = argparse.ArgumentParser(prog="botorch-sketch")
     commands = parser.add_subparsers(dest="command", required=True)

@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 r"""The tuning loop: Ax suggests, workers evaluate, a checkpoint after each result.
 
-A run tunes a built-in problem (:mod:`botorch_sketch.tune.problems`) or your own
-objective (``config.objective``, :mod:`botorch_sketch.tune.objective`, on a
-search space of :mod:`botorch_sketch.tune.space`). With ``backend="optuna"``
-the same loop asks and tells an Optuna study kept in an SQLite file
-(:mod:`botorch_sketch.tune.study`); what follows describes the Ax backend, whose
-checkpoint is JSON. Either checkpoint is locked the same way.
+A run tunes a built-in problem (:mod:`botorch_sketch.integrations.tune.problems`)
+or your own objective (``config.objective``,
+:mod:`botorch_sketch.integrations.tune.objective`, on a search space of
+:mod:`botorch_sketch.integrations.tune.space`). With ``backend="optuna"`` the same
+loop asks and tells an Optuna study kept in an SQLite file
+(:mod:`botorch_sketch.integrations.tune.study`); what follows describes the Ax
+backend, whose checkpoint is JSON. Either checkpoint is locked the same way.
 
 An Ax run is one ``ax.api.Client`` whose generation strategy uses
 :class:`~botorch_sketch.models.NystromGP` (``model="nystrom"``) or Ax's default
@@ -48,20 +49,20 @@ from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from botorch_sketch.tune.objective import (
+from botorch_sketch.integrations.tune.objective import (
     ObjectiveError,
     call_objective,
     is_failure,
     parse_objectives,
 )
-from botorch_sketch.tune.problems import (
+from botorch_sketch.integrations.tune.problems import (
     DATASETS,
     ESTIMATORS,
     evaluate,
     search_space,
 )
-from botorch_sketch.tune.space import SpaceParam, parse_space, to_dict
-from botorch_sketch.tune.study import is_study_file
+from botorch_sketch.integrations.tune.space import SpaceParam, parse_space, to_dict
+from botorch_sketch.integrations.tune.study import is_study_file
 
 #: The key of this package's record in a checkpoint.
 KEY = "botorch_sketch_tune"
@@ -205,7 +206,7 @@ class TuneConfig:
     backend: str = "ax"
     #: Your own objective, ``package.module:function``, and its search space
     #: (``--space`` entries with their names, see
-    #: :mod:`botorch_sketch.tune.space`); None for a built-in problem.
+    #: :mod:`botorch_sketch.integrations.tune.space`); None for a built-in problem.
     objective: str | None = None
     space: list[dict[str, Any]] | None = None
     #: The objectives' names and directions (``"min"`` or ``"max"``).
@@ -313,8 +314,8 @@ def quiet_ax() -> Iterator[None]:
 
 
 def _ax():
-    # Imported on use: ``python -m botorch_sketch.tune --help`` stays fast and a
-    # missing Ax gives the message of botorch_sketch.integrations.ax.
+    # Imported on use: ``python -m botorch_sketch.integrations.tune --help`` stays
+    # fast and a missing Ax gives the message of botorch_sketch.integrations.ax.
     from ax.api.client import Client
     from ax.api.configs import RangeParameterConfig
 
@@ -359,7 +360,7 @@ def save_checkpoint(path: str, client: Any, record: Mapping[str, Any]) -> None:
 
 
 def _study_record(path: str) -> dict[str, Any]:
-    from botorch_sketch.tune.study import read_study_record
+    from botorch_sketch.integrations.tune.study import read_study_record
 
     try:
         return read_study_record(path)
@@ -969,12 +970,13 @@ class _AxRun:
 
 
 class _OptunaRun:
-    # The Optuna side: a study in an SQLite file (botorch_sketch.tune.study).
+    # The Optuna side: a study in an SQLite file
+    # (botorch_sketch.integrations.tune.study).
     def __init__(self, checkpoint: str, config: TuneConfig, resume: bool) -> None:
         try:
             import optuna
 
-            from botorch_sketch.tune.study import StudyRun, remove
+            from botorch_sketch.integrations.tune.study import StudyRun, remove
         except ImportError:
             raise TuneError(
                 "--backend optuna needs Optuna: pip install -e '.[optuna]' in a clone"

@@ -13,10 +13,10 @@ pytest.importorskip("optuna")
 import optuna  # noqa: E402
 from optuna.trial import TrialState  # noqa: E402
 
-from botorch_sketch import cli  # noqa: E402
-from botorch_sketch.tune import run as tune_run  # noqa: E402
-from botorch_sketch.tune.space import Choice, parse_space  # noqa: E402
-from botorch_sketch.tune.study import STUDY  # noqa: E402
+from botorch_sketch.integrations import cli  # noqa: E402
+from botorch_sketch.integrations.tune import run as tune_run  # noqa: E402
+from botorch_sketch.integrations.tune.space import Choice, parse_space  # noqa: E402
+from botorch_sketch.integrations.tune.study import STUDY  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FAST = ["--num-restarts", "2", "--raw-samples", "32", "--quiet", "--workers", "0"]
@@ -304,7 +304,7 @@ def test_compare_plots_ax_and_optuna_runs(space_file, tmp_path, capsys):
 def test_space_round_trips_through_the_checkpoint_format():
     params = parse_space(SPACE)
     assert params[2] == Choice("kind", ("a", "b"))
-    from botorch_sketch.tune.space import to_dict
+    from botorch_sketch.integrations.tune.space import to_dict
 
     assert parse_space([to_dict(p) for p in params]) == params
     assert math.isclose(params[1].high, 10) and params[1].log
