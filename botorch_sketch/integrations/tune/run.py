@@ -332,13 +332,18 @@ def save_checkpoint(path: str, client: Any, record: Mapping[str, Any]) -> None:
         client: The ``ax.api.Client``.
         record: The run's settings and per-trial timings (JSON values).
     """
-    snapshot = client._to_json_snapshot()
-    snapshot[KEY] = dict(record)
     directory = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(
         dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp"
     )
+    os.close(fd)
     try:
+        # Ax's public writer, then the record beside its keys (Ax's reader
+        # ignores keys it does not know).
+        client.save_to_json_file(tmp)
+        with open(tmp) as f:
+            snapshot = json.load(f)
+        snapshot[KEY] = dict(record)
         # mkstemp makes the file private: give it the mode of the file it
         # replaces (a checkpoint kept private stays so), else a new file's.
         try:
@@ -348,7 +353,7 @@ def save_checkpoint(path: str, client: Any, record: Mapping[str, Any]) -> None:
             os.umask(umask)
             mode = 0o666 & ~umask
         os.chmod(tmp, mode)
-        with os.fdopen(fd, "w") as f:
+        with open(tmp, "w") as f:
             json.dump(snapshot, f)
             f.flush()
             os.fsync(f.fileno())
@@ -526,10 +531,10 @@ def load_checkpoint(path: str) -> tuple[Any, dict[str, Any]]:
     Raises:
         TuneError: If the checkpoint cannot be read or restored.
     """
-    snapshot, record = read_record(path)
+    _, record = read_record(path)
     Client, _, _ = _ax()
     try:
-        client = Client._from_json_snapshot(snapshot=snapshot)
+        client = Client.load_from_json_file(path)
     except Exception as e:  # Ax raises many kinds on malformed snapshots.
         raise TuneError(
             f"checkpoint {path} could not be restored by Ax ({type(e).__name__}: {e})"
@@ -936,8 +941,8 @@ class _AxRun:
             self.client, self.record = load_checkpoint(checkpoint)
             self.interrupted = [
                 index
-                for index, trial in self.client._experiment.trials.items()
-                if not trial.status.is_terminal
+                for index, status in _trial_statuses(self.client).items()
+                if status in ("CANDIDATE", "STAGED", "RUNNING")
             ]
             for index in self.interrupted:
                 self.client.mark_trial_failed(index, failed_reason="interrupted")
@@ -1006,10 +1011,21 @@ class _OptunaRun:
         optuna.logging.set_verbosity(self.verbosity)
 
 
+def _trial_statuses(client: Any) -> dict[int, str]:
+    # Ax's public view of the trials (one row per trial).
+    frame = client.summarize()
+    if len(frame) == 0:
+        return {}
+    return {
+        int(i): str(status)
+        for i, status in zip(frame["trial_index"], frame["trial_status"], strict=True)
+    }
+
+
 def _status_counts(client: Any) -> dict[str, int]:
     counts: dict[str, int] = {}
-    for trial in client._experiment.trials.values():
-        counts[trial.status.name] = counts.get(trial.status.name, 0) + 1
+    for status in _trial_statuses(client).values():
+        counts[status] = counts.get(status, 0) + 1
     return counts
 
 
