@@ -1,4 +1,7 @@
+import warnings
+
 import pytest
+import torch
 
 from botorch_sketch.benchmarks import gssbo
 from botorch_sketch.benchmarks.__main__ import main
@@ -66,3 +69,47 @@ def test_the_interpretations_run_and_compare_against_random(monkeypatch):
 def test_an_extra_budget_belongs_to_its_benchmark():
     with pytest.raises(SystemExit):
         main(["bo", "--budget", "interpretations"])
+
+
+def test_the_hybrid_row_keeps_the_gss_subset_and_every_observation(monkeypatch):
+    tiny = gssbo.Budget(
+        ["Hartmann-6"],
+        4,
+        [0],
+        subset_size=7,
+        num_initial=5,
+        maxiter=20,
+        num_restarts=1,
+        raw_samples=16,
+        methods=[gssbo.GSS, gssbo.RANDOM, gssbo.HYBRID],
+    )
+    monkeypatch.setitem(gssbo.BUDGETS, "tiny", tiny)
+    rows = gssbo.run("tiny")
+    assert [r.method for r in rows] == tiny.methods
+    # The subset GPs fit on 7 points; the hybrid's likelihood sees them all.
+    assert rows[0].traces[0].train_size == [5, 6, 7, 7]
+    assert rows[2].traces[0].train_size == [5, 6, 7, 8]
+
+
+def test_the_hybrid_inducing_set_is_the_subset_and_its_fit_is_warm_started():
+    torch.manual_seed(0)
+    budget = gssbo.Budget(["Hartmann-6"], 1, [0], subset_size=6, num_initial=3)
+    hybrid = gssbo.WarmHybrid(budget)
+    X = torch.rand(12, 2, dtype=torch.float64)
+    Y = torch.sin(6 * X).sum(-1, keepdim=True)
+    model = hybrid(X, Y)
+    subset = hybrid.previous
+    assert torch.equal(model.inducing_points, X[subset.subset_indices])
+    assert model.train_X.shape[0] == 12
+    fitted = subset.covar_module.lengthscale.detach().clone()
+    cold = gssbo.GradientSubsetGP(X, Y).covar_module.lengthscale.detach()
+    assert not torch.allclose(cold, fitted, rtol=0.05)
+    # (Almost) no optimiser steps: a warm-started fit stays at the previous fit.
+    hybrid.budget = gssbo.Budget(
+        ["Hartmann-6"], 1, [0], subset_size=6, num_initial=3, maxiter=0
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        hybrid(torch.cat([X, X[:1] * 0.5]), torch.cat([Y, Y[:1]]))
+    assert torch.allclose(hybrid.previous.covar_module.lengthscale, fitted, rtol=0.05)
+    assert hybrid.previous is not subset
