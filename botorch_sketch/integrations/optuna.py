@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 import torch
 from botorch.acquisition.acquisition import AcquisitionFunction
+from botorch.acquisition.analytic import LogExpectedImprovement
 from botorch.acquisition.logei import qLogNoisyExpectedImprovement
 from botorch.acquisition.multi_objective.logei import (
     qLogNoisyExpectedHypervolumeImprovement,
@@ -148,7 +149,8 @@ class SketchSampler(BaseSampler):
         mc_samples: int = 128,
         max_baseline: int = 128,
         warm_start: bool = True,
-        refit_every: int = 1,
+        refit_every: int = 10,
+        acquisition: str = "auto",
         warn_independent_sampling: bool = True,
     ) -> None:
         r"""Check the options and build the sampler.
@@ -185,6 +187,11 @@ class SketchSampler(BaseSampler):
                 step; see :class:`~botorch_sketch.bo.IncrementalGP`, which also
                 refits when the inducing set has doubled or the data stop
                 agreeing with the hyperparameters). 1 refits every trial.
+            acquisition: ``"auto"``: analytic ``LogExpectedImprovement`` at the
+                best posterior mean of the observed points when a trial is
+                chosen alone (one objective, no constraints, no running trials;
+                what ``GPSampler`` does), else the Monte Carlo acquisition.
+                ``"mc"``: always ``qLogNoisyExpectedImprovement`` (or qLogNEHVI).
             warn_independent_sampling: Log a warning when a parameter is sampled by
                 the independent sampler after the startup trials.
         """
@@ -218,6 +225,10 @@ class SketchSampler(BaseSampler):
         _check_int("mc_samples", mc_samples, 1)
         _check_int("max_baseline", max_baseline, 1)
         _check_int("refit_every", refit_every, 1)
+        if acquisition not in ("auto", "mc"):
+            raise ValueError(
+                f'acquisition must be "auto" or "mc"; got {acquisition!r}.'
+            )
         if raw_samples < num_restarts:
             raise ValueError(
                 f"raw_samples ({raw_samples}) must be at least num_restarts "
@@ -242,6 +253,7 @@ class SketchSampler(BaseSampler):
         self._max_baseline = max_baseline
         self._warm_start = warm_start
         self._refit_every = refit_every
+        self._analytic = acquisition == "auto"
         self._warn_independent_sampling = warn_independent_sampling
         # Fitted hyperparameters (or carried NystromGPs) by output name, valid for
         # this search space only; the lock keeps n_jobs threads from updating
@@ -249,6 +261,10 @@ class SketchSampler(BaseSampler):
         self._warm_space: dict[str, BaseDistribution] | None = None
         self._warm_states: dict[str, dict[str, Tensor]] = {}
         self._incremental: dict[str, IncrementalGP] = {}
+        # Encoded parameters of completed trials by trial id, for this search
+        # space: a completed trial's parameters never change, and encoding
+        # every trial anew each time costs more than the model at n = 1000.
+        self._encoded: dict[int, np.ndarray] = {}
         self._lock = threading.Lock()
 
     def __getstate__(self) -> dict[str, Any]:
@@ -260,6 +276,7 @@ class SketchSampler(BaseSampler):
     def __setstate__(self, state: dict[str, Any]) -> None:
         r"""Restore a pickled sampler with a new lock."""
         self.__dict__.update(state)
+        self.__dict__.setdefault("_encoded", {})
         self._lock = threading.Lock()
 
     def reseed_rng(self) -> None:
@@ -314,8 +331,13 @@ class SketchSampler(BaseSampler):
             for t in trials
             if t.state == TrialState.RUNNING and t._trial_id != trial._trial_id
         ]
+        if self._warm_space != search_space:
+            self._warm_space = dict(search_space)
+            self._warm_states = {}
+            self._incremental = {}
+            self._encoded = {}
         transform = _SearchSpaceTransform(search_space, transform_0_1=True)
-        train_X = _encode(transform, [t.params for t in completed])
+        train_X = self._encode_completed(transform, completed)
         signs = np.array(
             [1.0 if d == StudyDirection.MAXIMIZE else -1.0 for d in study.directions]
         )
@@ -327,10 +349,6 @@ class SketchSampler(BaseSampler):
             if _contains(search_space, p)
         ]
         pending_X = _encode(transform, pending) if pending else None
-        if self._warm_space != search_space:
-            self._warm_space = dict(search_space)
-            self._warm_states = {}
-            self._incremental = {}
         seed = int(self._rng.randint(_MAX_SEED))
         with manual_seed(seed):
             candidate = _suggest(
@@ -349,6 +367,7 @@ class SketchSampler(BaseSampler):
                 mc_samples=self._mc_samples,
                 max_baseline=self._max_baseline,
                 round_to_grid=_rounding(transform, search_space),
+                analytic=self._analytic,
             )
         params = transform.untransform(candidate.squeeze(0).numpy())
         _share_relative_params(study, trial, params)
@@ -391,6 +410,18 @@ class SketchSampler(BaseSampler):
     ) -> None:
         r"""Let the independent sampler see the finished trial."""
         self._independent_sampler.after_trial(study, trial, state, values)
+
+    def _encode_completed(
+        self, transform: _SearchSpaceTransform, completed: list[FrozenTrial]
+    ) -> Tensor:
+        r"""The ``n x D`` encoded parameters of completed trials (cached)."""
+        rows = []
+        for t in completed:
+            row = self._encoded.get(t._trial_id)
+            if row is None:
+                row = self._encoded[t._trial_id] = transform.transform(t.params)
+            rows.append(row)
+        return torch.as_tensor(np.stack(rows), **_TKWARGS)
 
     def _fit(self, train_X: Tensor, train_Y: Tensor, name: str) -> Model:
         r"""Build and fit one output's model, warm-started when possible."""
@@ -495,6 +526,7 @@ def _suggest(
     mc_samples: int,
     max_baseline: int,
     round_to_grid: Callable[[Tensor], Tensor] | None,
+    analytic: bool = False,
 ) -> Tensor:
     r"""Fit the models and maximise the acquisition over the unit cube.
 
@@ -510,6 +542,8 @@ def _suggest(
         mc_samples: Quasi-Monte Carlo samples.
         max_baseline: Largest baseline passed to the acquisition.
         round_to_grid: Maps ``... x D`` points to valid configurations.
+        analytic: Use analytic LogEI when the trial is chosen alone (one
+            objective, no constraints, no pending points).
 
     Returns:
         A ``1 x D`` tensor in the unit cube.
@@ -527,9 +561,17 @@ def _suggest(
     if train_con is not None:
         # Optuna's and BoTorch's conventions agree: feasible when <= 0.
         constraints = [_OutcomeIndex(n_obj + i) for i in range(train_con.shape[-1])]
+    acqf: AcquisitionFunction
+    if analytic and len(models) == 1 and pending_X is None:
+        # One point chosen alone: the noisy incumbent is the best posterior mean
+        # at the observed points, and EI needs no Monte Carlo (nor the joint
+        # posterior over a baseline that qLogNEI samples each evaluation).
+        with torch.no_grad():
+            best_f = model.posterior(train_X.unsqueeze(-2)).mean.max()
+        acqf = LogExpectedImprovement(model=model, best_f=best_f)
+        return _maximise(acqf, train_X, num_restarts, raw_samples, round_to_grid)
     sampler = SobolQMCNormalSampler(torch.Size([mc_samples]), seed=seed)
     baseline = _baseline(model, train_X, n_obj, max_baseline)
-    acqf: AcquisitionFunction
     if n_obj == 1:
         acqf = qLogNoisyExpectedImprovement(
             model=model,
@@ -562,6 +604,17 @@ def _suggest(
             X_pending=pending_X,
             prune_baseline=True,
         )
+    return _maximise(acqf, train_X, num_restarts, raw_samples, round_to_grid)
+
+
+def _maximise(
+    acqf: AcquisitionFunction,
+    train_X: Tensor,
+    num_restarts: int,
+    raw_samples: int,
+    round_to_grid: Callable[[Tensor], Tensor] | None,
+) -> Tensor:
+    r"""The best (rounded) restart of ``optimize_acqf`` over the unit cube."""
     unit = torch.stack([torch.zeros_like(train_X[0]), torch.ones_like(train_X[0])])
     candidate, _ = optimize_acqf(
         acq_function=acqf,
@@ -569,7 +622,9 @@ def _suggest(
         q=1,
         num_restarts=num_restarts,
         raw_samples=raw_samples,
-        options={"batch_limit": 8, "maxiter": 200},
+        # The raw samples scored in one batch (init_batch_limit defaults to
+        # batch_limit: 32 small calls for 256 samples), the restarts by 8.
+        options={"batch_limit": 8, "init_batch_limit": raw_samples, "maxiter": 200},
         post_processing_func=round_to_grid,
     )
     return candidate.detach()
@@ -602,7 +657,11 @@ def _baseline(model: Model, train_X: Tensor, n_obj: int, max_baseline: int) -> T
         feasible = (mean[:, n_obj:] <= 0).all(dim=-1)
         if feasible.any():
             objectives = objectives.masked_fill(~feasible.unsqueeze(-1), -torch.inf)
-    # Number of points that dominate each point (for one objective: its rank).
+    if n_obj == 1:
+        # One objective: its rank, with no n x n comparison.
+        keep = torch.argsort(objectives.squeeze(-1), descending=True, stable=True)
+        return train_X[keep[:max_baseline]]
+    # Number of points that dominate each point.
     dominated_by = (
         (
             (objectives.unsqueeze(0) >= objectives.unsqueeze(1)).all(dim=-1)
