@@ -13,7 +13,10 @@ BoTorch's acquisition optimisation adds about a second per trial whatever ``n``,
 so ``GPSampler`` is the faster of the two below about a thousand trials.
 
 :func:`nystrom_candidates_func` plugs the same model into optuna-integration's
-``BoTorchSampler`` through its ``candidates_func`` argument.
+``BoTorchSampler`` through its ``candidates_func`` argument, refitted from
+scratch each trial as optuna-integration's own candidates functions are;
+:class:`NystromCandidates` does the same with the model carried from trial to
+trial.
 
 Install with ``pip install -e ".[optuna]"``.
 
@@ -78,7 +81,7 @@ from botorch_sketch.bo import IncrementalGP
 from botorch_sketch.models import NystromGP
 from botorch_sketch.models.nystrom_gp import ExactRegimeWarning
 
-__all__ = ["SketchSampler", "nystrom_candidates_func"]
+__all__ = ["NystromCandidates", "SketchSampler", "nystrom_candidates_func"]
 
 _logger = logging.getLogger(__name__)
 
@@ -484,8 +487,6 @@ def nystrom_candidates_func(
     Returns:
         A ``1 x D`` tensor: the next parameters, in the space of ``train_x``.
     """
-    tkwargs = {"dtype": torch.float64, "device": train_x.device}
-    bounds = bounds.to(**tkwargs)
 
     def fit(X: Tensor, Y: Tensor, name: str) -> Model:
         with warnings.catch_warnings():
@@ -494,6 +495,88 @@ def nystrom_candidates_func(
             fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))
         return model
 
+    return _candidates(train_x, train_obj, train_con, bounds, pending_x, fit)
+
+
+class NystromCandidates:
+    r"""A ``candidates_func`` for ``BoTorchSampler`` that carries its models.
+
+    :func:`nystrom_candidates_func` builds and fits a ``NystromGP`` from
+    scratch at every trial, as optuna-integration's own candidates functions
+    do. An instance of this class keeps one
+    :class:`~botorch_sketch.bo.IncrementalGP` per objective and constraint, so
+    each trial absorbs the new observations (a Woodbury step) and the
+    hyperparameters are refitted, warm-started, every ``refit_every`` trials
+    (or sooner when the data stop agreeing with them), as ``SketchSampler``
+    does. A trial chosen alone (one objective, no constraints, no running
+    trials) maximises analytic ``LogExpectedImprovement`` at the best posterior
+    mean of the observed points; otherwise the Monte Carlo acquisition of
+    :func:`nystrom_candidates_func`.
+
+    Example:
+        >>> from optuna_integration import BoTorchSampler
+        >>> sampler = BoTorchSampler(candidates_func=NystromCandidates())
+    """
+
+    def __init__(self, refit_every: int = 10, acquisition: str = "auto") -> None:
+        r"""Configure the carried models.
+
+        Args:
+            refit_every: Refit the hyperparameters every this many trials (see
+                :class:`~botorch_sketch.bo.IncrementalGP`).
+            acquisition: ``"auto"`` or ``"mc"``, as for ``SketchSampler``.
+        """
+        _check_int("refit_every", refit_every, 1)
+        if acquisition not in ("auto", "mc"):
+            raise ValueError(
+                f'acquisition must be "auto" or "mc"; got {acquisition!r}.'
+            )
+        self.refit_every = refit_every
+        self.analytic = acquisition == "auto"
+        self._incremental: dict[str, IncrementalGP] = {}
+        self._bounds: Tensor | None = None
+
+    def __call__(
+        self,
+        train_x: Tensor,
+        train_obj: Tensor,
+        train_con: Tensor | None,
+        bounds: Tensor,
+        pending_x: Tensor | None,
+    ) -> Tensor:
+        r"""The next parameters (arguments as for ``nystrom_candidates_func``)."""
+        if self._bounds is None or not torch.equal(bounds, self._bounds):
+            # A new search space: the carried models describe another one.
+            self._bounds = bounds.clone()
+            self._incremental = {}
+
+        def fit(X: Tensor, Y: Tensor, name: str) -> Model:
+            surrogate = self._incremental.get(name)
+            if surrogate is None:
+                surrogate = self._incremental[name] = IncrementalGP(
+                    refit_every=self.refit_every
+                )
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", ExactRegimeWarning)
+                return surrogate(X, Y)
+
+        return _candidates(
+            train_x, train_obj, train_con, bounds, pending_x, fit, self.analytic
+        )
+
+
+def _candidates(
+    train_x: Tensor,
+    train_obj: Tensor,
+    train_con: Tensor | None,
+    bounds: Tensor,
+    pending_x: Tensor | None,
+    fit: Callable[[Tensor, Tensor, str], Model],
+    analytic: bool = False,
+) -> Tensor:
+    r"""The body of both candidates functions, in ``train_x``'s space."""
+    tkwargs = {"dtype": torch.float64, "device": train_x.device}
+    bounds = bounds.to(**tkwargs)
     candidate = _suggest(
         train_X=normalize(train_x.to(**tkwargs), bounds),
         train_obj=train_obj.to(**tkwargs),
@@ -510,6 +593,7 @@ def nystrom_candidates_func(
         mc_samples=256,
         max_baseline=128,
         round_to_grid=None,
+        analytic=analytic,
     )
     return unnormalize(candidate, bounds)
 

@@ -20,6 +20,7 @@ from gpytorch.mlls import ExactMarginalLogLikelihood  # noqa: E402
 import botorch_sketch.integrations.optuna as sketch_optuna  # noqa: E402
 from botorch_sketch import GradientSubsetGP, NystromGP  # noqa: E402
 from botorch_sketch.integrations.optuna import (  # noqa: E402
+    NystromCandidates,
     SketchSampler,
     nystrom_candidates_func,
 )
@@ -431,6 +432,7 @@ def test_nystrom_candidates_func_shapes_and_bounds():
         ({"model": GradientSubsetGP, "model_options": {"subset": 3}}, "subset"),
         ({"model": lambda X, Y: None, "model_options": {"a": 1}}, "factory"),
         ({"independent_sampler": "random"}, "independent_sampler"),
+        ({"acquisition": "qEI"}, "acquisition"),
     ],
 )
 def test_bad_options_raise(options, message):
@@ -467,3 +469,84 @@ def test_importing_the_package_does_not_import_optuna_and_error_names_the_extra(
     )
     assert out.returncode == 0, out.stderr
     assert ".[optuna]" in out.stdout
+
+
+@pytest.mark.parametrize("acquisition", ["auto", "mc"])
+def test_a_trial_chosen_alone_uses_analytic_log_ei_unless_asked(
+    monkeypatch, acquisition
+):
+    seen = []
+    original = sketch_optuna.optimize_acqf
+
+    def spy(acq_function, **kwargs):
+        seen.append(acq_function)
+        return original(acq_function=acq_function, **kwargs)
+
+    monkeypatch.setattr(sketch_optuna, "optimize_acqf", spy)
+    sampler = SketchSampler(seed=0, n_startup_trials=5, acquisition=acquisition, **FAST)
+    study = optuna.create_study(sampler=sampler)
+    study.optimize(quadratic, n_trials=7)
+    expected = (
+        sketch_optuna.LogExpectedImprovement
+        if acquisition == "auto"
+        else sketch_optuna.qLogNoisyExpectedImprovement
+    )
+    assert len(seen) == 2 and all(type(a) is expected for a in seen)
+    if acquisition == "auto":
+        # The incumbent is the best posterior mean at the observed points.
+        model = seen[-1].model
+        trials = sorted(study.trials[:-1], key=sketch_optuna._completion_order)
+        X = torch.tensor(
+            [[(t.params["x"] + 3) / 6, (t.params["y"] + 3) / 6] for t in trials],
+            dtype=torch.float64,
+        )
+        best = model.posterior(X.unsqueeze(-2)).mean.max()
+        assert torch.allclose(seen[-1].best_f, best)
+
+
+def test_encodings_are_cached_per_trial_and_reset_with_the_search_space():
+    sampler = SketchSampler(seed=0, n_startup_trials=4, **FAST)
+    study = optuna.create_study(sampler=sampler)
+    study.optimize(quadratic, n_trials=6)
+    complete = [t for t in study.trials if t.state.name == "COMPLETE"]
+    assert set(sampler._encoded) == {t._trial_id for t in complete[:-1]}
+    for t in complete[:-1]:
+        # x and y in [-3, 3], scaled to the unit cube.
+        expected = [(t.params["x"] + 3) / 6, (t.params["y"] + 3) / 6]
+        assert sampler._encoded[t._trial_id] == pytest.approx(expected)
+
+    def moved(trial):
+        x = trial.suggest_float("x", -3.0, 4.0)
+        return (x - 1.0) ** 2 + trial.suggest_float("y", -3.0, 3.0) ** 2
+
+    study.optimize(moved, n_trials=3)
+    # x's distribution changed: the search space is y alone, encoded anew.
+    assert sampler._warm_space.keys() == {"y"}
+    assert len(sampler._encoded) >= 6
+    for t in study.trials[:-1]:
+        if t._trial_id in sampler._encoded:
+            row = sampler._encoded[t._trial_id]
+            assert row == pytest.approx([(t.params["y"] + 3) / 6])
+
+
+def test_nystrom_candidates_carries_its_models_in_botorch_sampler():
+    from optuna_integration import BoTorchSampler
+
+    candidates = NystromCandidates(refit_every=3)
+    sampler = BoTorchSampler(candidates_func=candidates, n_startup_trials=5, seed=0)
+    study = optuna.create_study(sampler=sampler)
+    study.optimize(quadratic, n_trials=10)
+    # Built once at trial 6, then conditioned twice and refitted on schedule.
+    counts = candidates._incremental["objective 0"].counts
+    assert counts.builds == 1 and counts.refits >= 1 and counts.conditioned >= 2
+    assert study.best_value < min(t.value for t in study.trials[:5])
+    # New bounds are a new search space: the carried model is dropped.
+    X = torch.rand(8, 2, dtype=torch.float64)
+    candidate = candidates(
+        X, -X.sum(-1, keepdim=True), None, torch.tensor([[0.0, 0.0], [2.0, 2.0]]), None
+    )
+    assert candidate.shape == (1, 2)
+    assert candidates._incremental["objective 0"].counts.builds == 1
+    assert candidates._incremental["objective 0"].model.train_X.shape[0] == 8
+    with pytest.raises(ValueError, match="acquisition"):
+        NystromCandidates(acquisition="ei")
