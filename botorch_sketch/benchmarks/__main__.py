@@ -31,6 +31,7 @@ from botorch_sketch.benchmarks import (
     iteration,
     linear,
     scale,
+    suggest,
     throughput,
     tuning,
     tuning_peers,
@@ -110,6 +111,10 @@ def _tuning(budget: str, stem: str) -> tuple[str, list[str]]:
     return tuning.report(budget, stem, machine())
 
 
+def _suggest(budget: str, stem: str) -> tuple[str, list[str]]:
+    return suggest.render(suggest.run(budget), machine(threads=1)), []
+
+
 def _tuning_peers(budget: str, stem: str) -> tuple[str, list[str]]:
     return tuning_peers.report(budget, stem, machine(threads=1))
 
@@ -131,6 +136,7 @@ BENCHMARKS: dict[str, tuple[str, Callable[[str, str], tuple[str, list[str]]]]] =
         "Our samplers against GPSampler, TPESampler, BoTorchSampler and Ax",
         _tuning_peers,
     ),
+    "suggest": ("Seconds to suggest trial N: Optuna samplers", _suggest),
 }
 
 #: Budgets of one benchmark beyond small and large.
@@ -142,6 +148,7 @@ EXTRA: dict[str, list[str]] = {
     "gssbo": [b for b in gssbo.BUDGETS if b not in BOTH],
     "iteration": [b for b in iteration.BUDGETS if b not in BOTH],
     "tuning-peers": [b for b in tuning_peers.BUDGETS if b not in BOTH],
+    "suggest": [b for b in suggest.BUDGETS if b not in BOTH],
 }
 
 

@@ -14,7 +14,8 @@ model forward instead:
   set grows with the effective dimension of the data;
 - the model is rebuilt on all data and refitted from the previous
   hyperparameters (one fitting round, the inducing rule re-run from the current
-  set) every ``refit_every`` calls, when the inducing set has grown by the factor
+  set) every ``refit_every`` calls (once the data have also grown by the
+  fraction ``refit_growth``), when the inducing set has grown by the factor
   ``redraw_growth`` since it was last drawn, or when the per-observation
   log marginal likelihood has fallen by ``drift_tolerance`` nats since the last
   fit (the data no longer agree with the hyperparameters).
@@ -84,6 +85,7 @@ class IncrementalGP:
     def __init__(
         self,
         refit_every: int = 10,
+        refit_growth: float = 0.0,
         redraw_growth: float = 2.0,
         drift_tolerance: float | None = 0.1,
         qbar: float | None = None,
@@ -96,6 +98,12 @@ class IncrementalGP:
         Args:
             refit_every: Refit after this many calls that brought new data (1:
                 every call, warm-started).
+            refit_growth: Refit on that schedule only once the data have also
+                grown by this fraction since the last fit (0: the count alone
+                decides). With ``0.05`` a refit comes every ``refit_every``
+                calls while that adds 5% to the data, and every 5% of the data
+                after: the hyperparameters of a thousand observations barely
+                move with ten more.
             redraw_growth: Refit (and redraw the inducing set) once the set has
                 grown by this factor since it was last drawn.
             drift_tolerance: Refit when the per-observation log marginal
@@ -112,6 +120,8 @@ class IncrementalGP:
             raise InputDataError(
                 f"refit_every must be a positive integer, got {refit_every}."
             )
+        if not refit_growth >= 0:
+            raise InputDataError(f"refit_growth must be >= 0, got {refit_growth}.")
         if not redraw_growth > 1:
             raise InputDataError(f"redraw_growth must be > 1, got {redraw_growth}.")
         if drift_tolerance is not None and not drift_tolerance > 0:
@@ -121,6 +131,7 @@ class IncrementalGP:
         if qbar is not None and not qbar > 0:
             raise InputDataError(f"qbar must be positive, got {qbar}.")
         self.refit_every = int(refit_every)
+        self.refit_growth = float(refit_growth)
         self.redraw_growth = redraw_growth
         self.drift_tolerance = drift_tolerance
         self.qbar = qbar
@@ -131,6 +142,7 @@ class IncrementalGP:
         self.counts = UpdateCounts()
         self._since_refit = 0
         self._drawn_size = 0
+        self._fitted_size = 0
         self._fitted_per_point = 0.0
 
     def __call__(
@@ -156,7 +168,8 @@ class IncrementalGP:
         if train_X.shape[0] == old_n:
             self.counts.last, self.counts.last_reason = "unchanged", ""
             return model
-        if self._since_refit + 1 >= self.refit_every:
+        grown = train_X.shape[0] >= (1 + self.refit_growth) * self._fitted_size
+        if self._since_refit + 1 >= self.refit_every and grown:
             return self._refit(train_X, train_Y, train_Yvar, "schedule")
         new_X, new_Y = train_X[old_n:], train_Y[old_n:]
         noise = None
@@ -250,6 +263,7 @@ class IncrementalGP:
         self._since_refit = 0
         self._drawn_size = model.inducing_index.numel()
         n = X.shape[0]
+        self._fitted_size = n
         self._fitted_per_point = float(model.log_marginal_likelihood()) / n
         if warm is None:
             self.counts.builds += 1

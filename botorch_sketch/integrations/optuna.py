@@ -95,6 +95,9 @@ ModelFactory = Callable[[Tensor, Tensor], Model]
 _RELATIVE_PARAMS_KEY = "botorch_sketch:relative_params"
 _SYSTEM_ATTR_MAX_LENGTH = 2045
 _MAX_SEED = 2**31 - 1
+#: Scheduled refits also wait for the trials to grow by 5% (every ``refit_every``
+#: trials up to 200, every 5% of the trials after): see ``IncrementalGP``.
+_REFIT_GROWTH = 0.05
 _TKWARGS: dict[str, Any] = {"dtype": torch.float64, "device": torch.device("cpu")}
 
 
@@ -185,7 +188,8 @@ class SketchSampler(BaseSampler):
                 :class:`~botorch_sketch.bo.IncrementalGP`, which also reuses the
                 previous inducing set and fits one round).
             refit_every: For ``NystromGP`` with ``warm_start``: refit the
-                hyperparameters every this many trials, and in between absorb
+                hyperparameters every this many trials (and at least 5% more
+                trials than at the last fit), and in between absorb
                 the new trials by ``condition_on_observations`` (a Woodbury
                 step; see :class:`~botorch_sketch.bo.IncrementalGP`, which also
                 refits when the inducing set has doubled or the data stop
@@ -438,6 +442,7 @@ class SketchSampler(BaseSampler):
                 if surrogate is None:
                     surrogate = self._incremental[name] = IncrementalGP(
                         refit_every=self._refit_every,
+                        refit_growth=_REFIT_GROWTH,
                         model_kwargs=self._model_options,
                     )
                 return surrogate(train_X, train_Y)
@@ -554,7 +559,7 @@ class NystromCandidates:
             surrogate = self._incremental.get(name)
             if surrogate is None:
                 surrogate = self._incremental[name] = IncrementalGP(
-                    refit_every=self.refit_every
+                    refit_every=self.refit_every, refit_growth=_REFIT_GROWTH
                 )
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", ExactRegimeWarning)

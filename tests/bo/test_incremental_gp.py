@@ -86,6 +86,24 @@ def test_new_points_join_with_their_leverage_probability():
             assert set(range(len(X), len(X2))) <= set(model.inducing_index.tolist())
 
 
+def test_scheduled_refits_also_wait_for_the_data_to_grow():
+    X, batches, noise = _stream(steps=7)
+    surrogate = IncrementalGP(
+        refit_every=1, refit_growth=0.3, drift_tolerance=None, qbar=1e-12
+    )
+    surrogate(X, _f(X) + noise[: len(X)])
+    refits = []
+    for batch in batches:
+        X = torch.cat([X, batch])
+        surrogate(X, _f(X) + noise[: len(X)])
+        if surrogate.counts.last == "refit":
+            refits.append(len(X))
+    # 40 points fitted: the next refit at >= 52 points (55), then at >= 71.5 (75).
+    assert refits == [55, 75]
+    with pytest.raises(InputDataError, match="refit_growth"):
+        IncrementalGP(refit_growth=-0.1)
+
+
 def test_refits_on_schedule_growth_and_changed_data():
     X, batches, noise = _stream(steps=4)
     surrogate = IncrementalGP(refit_every=3, drift_tolerance=None, qbar=1e-12)

@@ -1,0 +1,253 @@
+#!/usr/bin/env python3
+r"""Seconds to suggest trial N: this package's Optuna samplers against Optuna's.
+
+A study holds ``N - 1`` completed trials (a seeded random sample of a
+6-parameter space: two log-scaled floats, three floats and an integer, scored by
+a smooth function with noise), then each sampler suggests ``repeats`` more
+trials in a row, each told its score before the next, so that a sampler that
+carries a model from trial to trial (``SketchSampler``, ``NystromCandidates``)
+does so as in a run. The first suggestion (a cold start: the model is built
+from scratch at ``N - 1`` trials, which a real run does once at a small N) is
+reported apart; the median and the mean of the others are the per-trial cost
+(the mean includes the periodic hyperparameter refits).
+
+Times are process CPU seconds of one thread. Samplers are timed two ways: taking
+turns in one process (alternating order), and each in a process of its own;
+both are reported, since interleaving torch-based samplers in one process has
+been seen to slow some of them.
+
+``python -m botorch_sketch.benchmarks suggest --budget small|medium|large``
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import math
+import multiprocessing
+import statistics
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+SKETCH = "SketchSampler"
+CANDIDATES = "BoTorchSampler + NystromCandidates"
+GP = "GPSampler"
+BOTORCH = "BoTorchSampler (exact)"
+#: Each ours against the peer it replaces.
+PAIRS = ((SKETCH, GP), (CANDIDATES, BOTORCH))
+
+
+@dataclass
+class Budget:
+    r"""What a budget times."""
+
+    sizes: list[int]
+    repeats: int
+    methods: list[str] = field(
+        default_factory=lambda: [SKETCH, GP, CANDIDATES, BOTORCH]
+    )
+    isolate: bool = True
+
+
+BUDGETS = {
+    "small": Budget([40], 4, [SKETCH, GP], isolate=False),
+    # The issue's N = 1000; 21 timed trials after the first.
+    "medium": Budget([1000], 22),
+    # 21 timed trials after the first: at least one scheduled refit each.
+    "large": Budget([300, 1000, 2000], 22),
+}
+
+
+@dataclass
+class Row:
+    r"""One method at one N, timed one way."""
+
+    method: str
+    n: int
+    way: str
+    first: float
+    median: float
+    mean: float
+    seconds: list[float] = field(repr=False, default_factory=list)
+
+
+def _space() -> dict[str, Any]:
+    from optuna.distributions import FloatDistribution, IntDistribution
+
+    return {
+        "lr": FloatDistribution(1e-4, 1e-1, log=True),
+        "reg": FloatDistribution(1e-6, 1e1, log=True),
+        "a": FloatDistribution(0.0, 1.0),
+        "b": FloatDistribution(0.0, 1.0),
+        "c": FloatDistribution(0.0, 1.0),
+        "depth": IntDistribution(1, 20),
+    }
+
+
+def _score(p: dict[str, Any], rng: np.random.Generator) -> float:
+    # Smooth, one optimum inside the box, noise sd 0.05.
+    return -(
+        (math.log10(p["lr"]) + 2.0) ** 2
+        + (math.log10(p["reg"]) + 3.0) ** 2 / 4.0
+        + (p["a"] - 0.3) ** 2
+        + (p["b"] - 0.6) ** 2
+        + 0.5 * p["c"]
+        + ((p["depth"] - 7) / 10.0) ** 2
+    ) + 0.05 * float(rng.standard_normal())
+
+
+def _sampler(method: str) -> Any:
+    import optuna
+
+    if method == SKETCH:
+        from botorch_sketch.integrations.optuna import SketchSampler
+
+        return SketchSampler(seed=0)
+    if method == GP:
+        return optuna.samplers.GPSampler(seed=0)
+    from optuna_integration import BoTorchSampler
+
+    if method == CANDIDATES:
+        from botorch_sketch.integrations.optuna import NystromCandidates
+
+        return BoTorchSampler(candidates_func=NystromCandidates(), seed=0)
+    if method == BOTORCH:
+        return BoTorchSampler(seed=0)
+    raise KeyError(f"Unknown method {method!r}.")
+
+
+def _study(method: str, n: int) -> tuple[Any, Callable[[], float]]:
+    # A study with n - 1 completed trials and a function timing one suggestion.
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    space = _space()
+    rng = np.random.default_rng(n)
+    study = optuna.create_study(direction="maximize", sampler=_sampler(method))
+    trials = []
+    for _ in range(n - 1):
+        p = {
+            "lr": 10 ** rng.uniform(-4, -1),
+            "reg": 10 ** rng.uniform(-6, 1),
+            "a": rng.uniform(),
+            "b": rng.uniform(),
+            "c": rng.uniform(),
+            "depth": int(rng.integers(1, 21)),
+        }
+        trials.append(
+            optuna.trial.create_trial(
+                params=p, distributions=space, value=_score(p, rng)
+            )
+        )
+    study.add_trials(trials)
+
+    def step() -> float:
+        start = time.process_time()
+        trial = study.ask(space)
+        seconds = time.process_time() - start
+        study.tell(trial, _score(trial.params, rng))
+        return seconds
+
+    return study, step
+
+
+def _row(method: str, n: int, way: str, seconds: list[float]) -> Row:
+    rest = seconds[1:] or seconds
+    return Row(
+        method=method,
+        n=n,
+        way=way,
+        first=seconds[0],
+        median=statistics.median(rest),
+        mean=statistics.fmean(rest),
+        seconds=seconds,
+    )
+
+
+def _alone(method: str, n: int, repeats: int) -> list[float]:
+    # One method in this process, one thread.
+    torch.set_num_threads(1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        _, step = _study(method, n)
+        return [step() for _ in range(repeats)]
+
+
+def run(budget_name: str = "small") -> list[Row]:
+    r"""Time every method of a budget at every N, taking turns and alone."""
+    budget = BUDGETS[budget_name]
+    rows = []
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        for n in budget.sizes:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                steps = {m: _study(m, n)[1] for m in budget.methods}
+                seconds: dict[str, list[float]] = {m: [] for m in budget.methods}
+                for r in range(budget.repeats):
+                    order = budget.methods if r % 2 == 0 else budget.methods[::-1]
+                    for m in order:
+                        seconds[m].append(steps[m]())
+            for m in budget.methods:
+                rows.append(_row(m, n, "turns", seconds[m]))
+                print(_line(rows[-1]))
+            if not budget.isolate:
+                continue
+            context = multiprocessing.get_context("spawn")
+            for m in budget.methods:
+                with concurrent.futures.ProcessPoolExecutor(
+                    max_workers=1, mp_context=context
+                ) as pool:
+                    alone = pool.submit(_alone, m, n, budget.repeats).result()
+                rows.append(_row(m, n, "alone", alone))
+                print(_line(rows[-1]))
+    finally:
+        torch.set_num_threads(threads)
+    return rows
+
+
+def _line(row: Row) -> str:
+    return (
+        f"N={row.n:5d} {row.way:5s} {row.method:36s} first {row.first:7.2f} s  "
+        f"median {row.median:6.3f} s  mean {row.mean:6.3f} s"
+    )
+
+
+def render(rows: list[Row], machine: str) -> str:
+    r"""Markdown: peer / ours ratios first, then absolute CPU seconds."""
+    by = {(r.method, r.n, r.way): r for r in rows}
+    lines = [
+        "Seconds to suggest trial N, peer / ours (CPU seconds of one thread; "
+        "median and mean over the suggestions after the first):",
+        "",
+        "| N | timed | ours | peer | median ratio | mean ratio |",
+        "|---:|---|---|---|---:|---:|",
+    ]
+    for ours, peer in PAIRS:
+        for (method, n, way), row in by.items():
+            other = by.get((peer, n, way))
+            if method != ours or other is None:
+                continue
+            lines.append(
+                f"| {n} | {way} | {ours} | {peer} | "
+                f"{other.median / row.median:.1f} | {other.mean / row.mean:.1f} |"
+            )
+    lines += [
+        "",
+        f"Absolute figures ({machine}):",
+        "",
+        "| N | timed | method | first (cold) s | median s | mean s |",
+        "|---:|---|---|---:|---:|---:|",
+    ]
+    lines += [
+        f"| {r.n} | {r.way} | {r.method} | {r.first:.2f} | {r.median:.3f} | "
+        f"{r.mean:.3f} |"
+        for r in rows
+    ]
+    return "\n".join(lines)

@@ -1,0 +1,50 @@
+import statistics
+
+import pytest
+
+pytest.importorskip("optuna")
+
+from botorch_sketch.benchmarks import suggest  # noqa: E402
+
+
+@pytest.mark.slow
+def test_suggest_times_each_sampler_in_turns_and_alone(monkeypatch):
+    tiny = suggest.Budget([12], 3, [suggest.SKETCH, suggest.GP], isolate=False)
+    monkeypatch.setitem(suggest.BUDGETS, "tiny", tiny)
+    rows = suggest.run("tiny")
+    rows += [
+        suggest._row(m, 12, "alone", suggest._alone(m, 12, 3))
+        for m in (suggest.SKETCH, suggest.GP)
+    ]
+    assert [(r.method, r.way) for r in rows] == [
+        (suggest.SKETCH, "turns"),
+        (suggest.GP, "turns"),
+        (suggest.SKETCH, "alone"),
+        (suggest.GP, "alone"),
+    ]
+    for row in rows:
+        assert len(row.seconds) == 3 and all(s > 0 for s in row.seconds)
+        assert row.first == row.seconds[0]
+        assert row.median == statistics.median(row.seconds[1:])
+    text = suggest.render(rows, "test machine")
+    ratios = [line for line in text.splitlines() if line.startswith("| 12 | ")]
+    # One ratio line per way, then one absolute line per row.
+    assert len(ratios) == 2 + 4 and "test machine" in text
+    sketch = rows[0]
+    line = next(x for x in ratios if "| turns | SketchSampler | GPSampler |" in x)
+    assert float(line.split("|")[5]) == pytest.approx(
+        rows[1].median / sketch.median, abs=0.06
+    )
+
+
+def test_the_scores_have_one_optimum_inside_the_box():
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    best = {"lr": 1e-2, "reg": 1e-3, "a": 0.3, "b": 0.6, "c": 0.0, "depth": 7}
+    worse = {**best, "lr": 1e-4}
+    scores = [suggest._score(best, rng) for _ in range(50)]
+    assert abs(np.mean(scores)) < 0.03 and 0.03 < np.std(scores) < 0.07
+    assert suggest._score(worse, rng) < -3.5
+    with pytest.raises(KeyError, match="Unknown method"):
+        suggest._sampler("TPE")
