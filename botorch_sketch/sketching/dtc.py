@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 r"""The DTC (deterministic training conditional) posterior in Nystrom coordinates.
 
-This is the one implementation of the DTC/Nystrom algebra in the package. With
-the Nystrom embedding ``z`` of an inducing set (:class:`NystromEmbedding`),
-residuals ``r_i = y_i - mu_0(x_i)`` and noise variances ``lambda_i``, the
-weights ``w`` of ``f(x) ~ z(x)^T w``, ``w ~ N(0, I)``, have the posterior
-precision ``B = I + Z^T Lambda^{-1} Z`` and mean ``B^{-1} Z^T Lambda^{-1} r``. Then
+The weights' posterior is the one :class:`~botorch_sketch.sketching.
+weight_posterior.WeightPosterior` (named :data:`DTCPosterior` here); this module
+reads the DTC posterior process from it. With the Nystrom embedding ``z`` of
+an inducing set (:class:`NystromEmbedding`), residuals ``r_i = y_i - mu_0(x_i)``
+and noise variances ``lambda_i``, the weights ``w`` of ``f(x) ~ z(x)^T w``,
+``w ~ N(0, I)``, have the posterior precision ``B = I + Z^T Lambda^{-1} Z`` and
+mean ``B^{-1} Z^T Lambda^{-1} r``. Then
 
 - mean:        ``mu(x) = mu_0(x) + z(x)^T B^{-1} Z^T Lambda^{-1} r``,
 - covariance:  ``k(x, x') - z(x)^T z(x') + z(x)^T B^{-1} z(x')``.
@@ -18,18 +20,15 @@ collapses away from the inducing set [Quinonero2005unifying]_.
 The data enter only through the sums in :class:`DTCStatistics`, so chunked
 accumulation, online updates and fantasies are one mechanism: adding statistics.
 Everything costs ``O(n m^2 + m^3)``; nothing of size ``n x n`` is formed.
+:class:`DTCReadout` folds the embedding into the weight posterior for the
+per-point cost of an exact GP's cached posterior; :func:`posterior_variance`
+reads variances at many points in chunks.
 
 References:
 
 .. [Quinonero2005unifying]
     J. Quinonero-Candela, C. E. Rasmussen. A unifying view of sparse approximate
     Gaussian process regression. JMLR 2005.
-.. [Wilson2020efficiently]
-    J. Wilson, V. Borovitskiy, A. Terenin, P. Mostowsky, M. Deisenroth.
-    Efficiently sampling functions from Gaussian process posteriors. ICML 2020.
-.. [Titsias2009variational]
-    M. Titsias. Variational learning of inducing variables in sparse Gaussian
-    processes. AISTATS 2009.
 """
 
 from __future__ import annotations
