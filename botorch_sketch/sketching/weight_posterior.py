@@ -482,7 +482,7 @@ class WeightPosterior:
             ``(r - z^T w) / s``, for :meth:`TrackedCandidates.apply_one
             <botorch_sketch.sketching.online.TrackedCandidates.apply_one>`.
         """
-        if self._downdate is not None:
+        if len(self.batch_shape):
             raise UnsupportedError("A batched (fantasy) posterior has no update_one_.")
         if not self._owned:
             self._own()
@@ -617,7 +617,7 @@ class WeightPosterior:
             The border, for :meth:`TrackedCandidates.apply_border
             <botorch_sketch.sketching.online.TrackedCandidates.apply_border>`.
         """
-        if self._downdate is not None:
+        if len(self.batch_shape):
             raise UnsupportedError("A batched (fantasy) posterior cannot grow.")
         st = self.statistics
         m = st.moment.shape[-1]
