@@ -44,9 +44,10 @@ from torch import Tensor
 from botorch_sketch.bandits.policy import FiniteArmPolicy, argmax_first
 from botorch_sketch.sketching.chunks import chunk_size_for, row_chunks
 from botorch_sketch.sketching.confidence import WidthForm, bkb_width
-from botorch_sketch.sketching.dtc import DTCStatistics
 from botorch_sketch.sketching.kernels import kernel_diagonal
-from botorch_sketch.sketching.online import OnlineDTC, TrackedCandidates
+from botorch_sketch.sketching.online import TrackedCandidates
+from botorch_sketch.sketching.statistics import DTCStatistics
+from botorch_sketch.sketching.weight_posterior import WeightPosterior
 
 
 def _check_dictionary_size(size: int) -> None:
@@ -409,7 +410,7 @@ class DTCUCB(FiniteArmPolicy):
             )
         else:
             stats = DTCStatistics.empty(self.embedding.dim, like=self.arms)
-        self.posterior = OnlineDTC(stats)
+        self.posterior = WeightPosterior(stats)
         cands.refresh(self.posterior)
         self.candidates = cands
         self._since_refactor = 0

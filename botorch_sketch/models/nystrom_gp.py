@@ -69,19 +69,18 @@ from botorch_sketch.models.validation import (
     reject_unsupported_options,
 )
 from botorch_sketch.sketching.dtc import (
-    DTCPosterior,
     DTCReadout,
     DTCStatistics,
     posterior_variance,
 )
 from botorch_sketch.sketching.nystrom import NystromEmbedding
-from botorch_sketch.sketching.online import OnlineDTC
 from botorch_sketch.sketching.selection import (
     FixedSelector,
     InducingSelector,
     RidgeLeverageSampler,
     distinct_rows,
 )
+from botorch_sketch.sketching.weight_posterior import WeightPosterior
 
 _DATA_ATTRIBUTES = ("train_X", "train_Y", "train_Yvar", "train_targets")
 
@@ -108,9 +107,9 @@ class NystromGP(GPyTorchModel, GP, FantasizeMixin):
 
     ``condition_on_observations`` and ``fantasize`` keep the inducing set fixed
     and absorb the new observations into the weight posterior by the Woodbury
-    step of :class:`~botorch_sketch.sketching.online.OnlineDTC` (the bandits'
-    online model), ``O(n' m^2)`` for ``n' <= m`` and batched over fantasies, so
-    ``qKnowledgeGradient`` and online use work without a new ``m x m``
+    step of :class:`~botorch_sketch.sketching.weight_posterior.WeightPosterior`
+    (the bandits' online model), ``O(n' m^2)`` for ``n' <= m`` and batched over
+    fantasies, so ``qKnowledgeGradient`` and online use work without a new ``m x m``
     factorisation. Note that DTC is not the
     posterior of a single GP prior, so a fantasy model is the DTC model of the
     augmented data, not the DTC predictive conditioned on the fantasy.
@@ -279,8 +278,9 @@ class NystromGP(GPyTorchModel, GP, FantasizeMixin):
         # Statistics of fantasy observations that are not part of the data (set
         # only on batched fantasy models).
         self._extra_statistics: DTCStatistics | None = None
-        # The embedding and weight posterior; an ``OnlineDTC`` once conditioned.
-        self._cache: tuple[NystromEmbedding, DTCPosterior | OnlineDTC] | None = None
+        # The embedding and weight posterior (updated, not refactorised, once
+        # conditioned).
+        self._cache: tuple[NystromEmbedding, WeightPosterior] | None = None
         # The readout folded from ``_cache``, with the cache it was folded from.
         self._readout: tuple[tuple, DTCReadout] | None = None
         # Statistics of data held elsewhere (``set_data_statistics``), which
@@ -483,8 +483,7 @@ class NystromGP(GPyTorchModel, GP, FantasizeMixin):
         """
         with torch.no_grad():
             _, state = self._posterior_state()
-            posterior = DTCPosterior(state.statistics)
-            return posterior.log_marginal_likelihood(titsias=self.titsias)
+            return state.log_marginal_likelihood(titsias=self.titsias)
 
     def _use_every_input(self) -> None:
         # The exact regime: every distinct training input is inducing.
@@ -680,11 +679,11 @@ class NystromGP(GPyTorchModel, GP, FantasizeMixin):
 
     def _posterior_state(
         self,
-    ) -> tuple[NystromEmbedding, DTCPosterior | OnlineDTC]:
+    ) -> tuple[NystromEmbedding, WeightPosterior]:
         if self._cache is None:
             with torch.no_grad():
                 embedding, stats = self._embedding_and_statistics()
-                self._cache = (embedding, DTCPosterior(stats))
+                self._cache = (embedding, WeightPosterior(stats))
         return self._cache
 
     def _posterior_readout(self) -> DTCReadout:
@@ -769,7 +768,7 @@ class NystromGP(GPyTorchModel, GP, FantasizeMixin):
             value = self.likelihood(prior).log_prob(self.train_targets)
         else:
             embedding, stats = self._embedding_and_statistics()
-            value = DTCPosterior(stats).log_marginal_likelihood(titsias=self.titsias)
+            value = WeightPosterior(stats).log_marginal_likelihood(titsias=self.titsias)
         for _, module, prior, closure, _ in self.named_priors():
             value = value + prior.log_prob(closure(module)).sum()
         return -value / self.train_X.shape[0]
@@ -986,7 +985,8 @@ class NystromGP(GPyTorchModel, GP, FantasizeMixin):
                 raise UnsupportedError(
                     "A fixed-noise model needs the noise of new observations."
                 )
-            # Shaped like the inputs, not the fantasies: see ``OnlineDTC.absorb``.
+            # Shaped like the inputs, not the fantasies: see
+            # ``WeightPosterior.absorb``.
             noise_tf = self.likelihood.noise.expand(X.shape[:-1])
         else:
             # As gpytorch's fixed-noise likelihood: exact zeros break the update.
@@ -997,11 +997,7 @@ class NystromGP(GPyTorchModel, GP, FantasizeMixin):
         embedding, state = self._posterior_state()
         # One mechanism with the bandits' online model: a Woodbury step on the
         # weight posterior, batched over fantasies (no new m x m factorisation).
-        online = (
-            state.copy()
-            if isinstance(state, OnlineDTC)
-            else OnlineDTC.from_posterior(state)
-        )
+        online = state.copy()
         with torch.no_grad():
             residual = Y_tf.squeeze(-1) - self.mean_module(X_tf)
             new = online.absorb(embedding, X_tf, residual, noise_tf)

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 r"""The mathematics shared by every model and bandit policy.
 
-Nystrom embeddings, the DTC posterior in their coordinates, inducing-set rules,
+Nystrom embeddings, the weight posterior in their coordinates (the DTC posterior,
+its online updates, ridge regression and KORS's leverage), inducing-set rules,
 and SGD tracking of least-squares solutions. Torch and gpytorch kernels only;
 nothing here knows about BoTorch models.
 """
@@ -13,6 +14,7 @@ from botorch_sketch.sketching.dtc import (
     DTCStatistics,
     posterior_variance,
 )
+from botorch_sketch.sketching.embedded import EmbeddedPoints
 from botorch_sketch.sketching.features import (
     FeatureMap,
     IdentityFeatures,
@@ -54,6 +56,7 @@ from botorch_sketch.sketching.subset import (
     RandomSubset,
     SubsetRule,
 )
+from botorch_sketch.sketching.weight_posterior import WeightPosterior
 
 __all__ = [
     "GradientDiversitySubset",
@@ -86,6 +89,8 @@ __all__ = [
     "DTCPosterior",
     "DTCReadout",
     "DTCStatistics",
+    "EmbeddedPoints",
+    "WeightPosterior",
     "FixedSelector",
     "GreedyVarianceSelector",
     "InducingSelector",

@@ -21,7 +21,11 @@ import math
 from abc import ABC, abstractmethod
 
 import torch
-from botorch.exceptions.errors import BotorchTensorDimensionError, UnsupportedError
+from botorch.exceptions.errors import (
+    BotorchTensorDimensionError,
+    InputDataError,
+    UnsupportedError,
+)
 from gpytorch.kernels import Kernel, RBFKernel, ScaleKernel
 from torch import Tensor
 
@@ -107,7 +111,7 @@ class RandomFourierFeatures(FeatureMap):
                 f"ScaleKernel), got {type(base).__name__}."
             )
         if num_features < 1:
-            raise ValueError(f"num_features must be positive, got {num_features}.")
+            raise InputDataError(f"num_features must be positive, got {num_features}.")
         self.kernel = kernel
         self.base_kernel = base
         self.input_dim = input_dim

@@ -6,10 +6,11 @@ package's coordinates. It keeps
 
 - a :class:`~botorch_sketch.sketching.nystrom.NystromEmbedding` of the
   dictionary (a subset of the observed inputs),
-- an :class:`~botorch_sketch.sketching.online.OnlineDTC` weight posterior
+- a :class:`~botorch_sketch.sketching.weight_posterior.WeightPosterior`
   ``N(w, C)`` (noise variance ``lambda``), and
-- every observation: its input, its embedding (one column per dictionary
-  point, in a buffer with spare rows and columns) and its reward.
+- every observation: its input, embedding and residual prior variance
+  (:class:`~botorch_sketch.sketching.embedded.EmbeddedPoints`, in buffers with
+  spare rows and columns) and its reward.
 
 One observation is absorbed by a rank-one Woodbury update in ``O(m^2)`` (the
 paper's Sherman-Morrison step on ``Lambda``). A dictionary rule then decides
@@ -19,7 +20,7 @@ GP posterior, i.e. KernelUCB) or ``"none"`` (a fixed dictionary, changed only
 by :meth:`IncrementalNystrom.rebuild`, as CBKB and CBBKB do). On admission the
 embedding is bordered (``NystromEmbedding.extended``), every stored
 observation gets its new coordinate from its old one in ``O(t m)`` and the
-posterior is bordered with the data along it (``OnlineDTC.extend``): the
+posterior is bordered with the data along it (``WeightPosterior.extend``): the
 paper's Schur updates of ``Lambda`` and ``K_ZZ^{-1}``, in ``O(t m + m^2)``.
 
 In the paper's notation, ``mean(x) = K_Z(x)^T Lambda Gamma`` and
@@ -50,12 +51,12 @@ from botorch.exceptions.errors import BotorchTensorDimensionError, InputDataErro
 from gpytorch.kernels import Kernel
 from torch import Tensor
 
-from botorch_sketch.sketching.chunks import chunk_size_for, row_chunks
-from botorch_sketch.sketching.dtc import DTCStatistics
+from botorch_sketch.sketching.embedded import EmbeddedPoints, grow_rows
 from botorch_sketch.sketching.kernels import kernel_diagonal, kernel_matrix
 from botorch_sketch.sketching.kors import KORS
 from botorch_sketch.sketching.nystrom import NystromEmbedding
-from botorch_sketch.sketching.online import OnlineDTC
+from botorch_sketch.sketching.statistics import DTCStatistics
+from botorch_sketch.sketching.weight_posterior import WeightPosterior
 
 DictionaryRule = KORS | Literal["all", "none"]
 
@@ -98,14 +99,11 @@ class IncrementalNystrom:
         self.refactorise_every = refactorise_every
         like = torch.empty(0, dtype=dtype, device=device)
         self.embedding = NystromEmbedding(kernel, like.new_empty(0, dim))
-        self.posterior = OnlineDTC.prior(0, like=like)
+        self.posterior = WeightPosterior.prior(0, like=like)
         self.dictionary = torch.zeros(0, dtype=torch.long, device=like.device)
-        # Buffers with spare room, doubled when full: appends are amortised O(1)
-        # copies instead of O(t m) each.
-        self._X = like.new_empty(16, dim)
-        self._Z = like.new_empty(16, 8)
+        self.points = EmbeddedPoints.empty(self.embedding, like.new_empty(0, dim))
+        # With spare room, doubled when full, as the points' buffers.
         self._y = like.new_empty(16)
-        self._kdiag = like.new_empty(16)
         self.num_observations = 0
         self._since_refactor = 0
 
@@ -118,12 +116,12 @@ class IncrementalNystrom:
     @property
     def input_dim(self) -> int:
         r"""The input dimension ``d``."""
-        return self._X.shape[-1]
+        return self.points.X.shape[-1]
 
     @property
     def X(self) -> Tensor:
         r"""The ``t x d`` observed inputs."""
-        return self._X[: self.num_observations]
+        return self.points.X
 
     @property
     def y(self) -> Tensor:
@@ -133,7 +131,7 @@ class IncrementalNystrom:
     @property
     def Z(self) -> Tensor:
         r"""The ``t x m'`` embedding of the observed inputs."""
-        return self._Z[: self.num_observations, : self.embedding.dim]
+        return self.points.Z
 
     # ------------------------------------------------------------ prediction
     def embed(self, X: Tensor) -> tuple[Tensor, Tensor]:
@@ -182,14 +180,7 @@ class IncrementalNystrom:
 
     def observed_variance(self) -> Tensor:
         r"""Posterior variances of the observed inputs (``O(t m^2)``)."""
-        t = self.num_observations
-        Z = self.Z
-        var = torch.empty_like(self._kdiag[:t])
-        for rows in row_chunks(t, chunk_size_for(max(Z.shape[-1], 1))):
-            Zc = Z[rows]
-            resid = (self._kdiag[rows] - Zc.pow(2).sum(-1)).clamp_min(0)
-            var[rows] = self.posterior.variance(Zc, resid)
-        return var
+        return self.points.posterior_variance(self.posterior)
 
     # --------------------------------------------------------------- updates
     def observe(self, x: Tensor, y: Tensor) -> bool:
@@ -216,11 +207,16 @@ class IncrementalNystrom:
             k_xS = x.new_zeros(1, 0)
         kdiag = kernel_diagonal(self.kernel, x)  # 1
         z = k_xS @ emb.root
-        residual = (kdiag - z.pow(2).sum(-1)).clamp_min(0)
-        t = self._append(x, z, y, kdiag)
+        t = self.points.append(x, z, kdiag)
+        if t == self._y.shape[0]:
+            self._y = grow_rows(self._y)
+        self._y[t] = y.squeeze(0)
+        self.num_observations = t + 1
         # Sherman-Morrison on the current dictionary, in place: the general
         # rank-q route allocates several m x m matrices per round.
-        self.posterior.update_one_(z[0], float(residual), float(y), self.noise_var)
+        self.posterior.update_one_(
+            z[0], float(self.points.residual[t]), float(y), self.noise_var
+        )
         inserted = False
         if self.rule == "all":
             inserted = self._insert(t)
@@ -239,40 +235,21 @@ class IncrementalNystrom:
             self.refactorise()
         return inserted
 
-    def _append(self, x: Tensor, z: Tensor, y: Tensor, kdiag: Tensor) -> int:
-        t = self.num_observations
-        if t == self._X.shape[0]:
-            self._X = _grow_rows(self._X)
-            self._Z = _grow_rows(self._Z)
-            self._y = _grow_rows(self._y)
-            self._kdiag = _grow_rows(self._kdiag)
-        self._X[t] = x.squeeze(0)
-        self._Z[t, : z.shape[-1]] = z.squeeze(0)
-        self._y[t] = y.squeeze(0)
-        self._kdiag[t] = kdiag.squeeze(0)
-        self.num_observations = t + 1
-        return t
-
     def _insert(self, index: int) -> bool:
         r"""Add observation ``index``'s input to the dictionary (``O(t m)``).
 
         Returns:
             False if it lies in the numerical span of the dictionary already.
         """
-        grown = self.embedding.extended(self._X[index])
+        grown = self.embedding.extended(self.points.X[index])
         if grown is None:
             return False
         m = self.embedding.dim
-        if m + 1 > self._Z.shape[1]:
-            Z = self._Z.new_empty(self._Z.shape[0], 2 * self._Z.shape[1])
-            Z[:, :m] = self._Z[:, :m]
-            self._Z = Z
-        t = self.num_observations
         # New coordinate of every observation, from its old coordinates.
-        c = grown.new_coordinate(self.X, self._Z[:t, :m])
-        self._Z[:t, m] = c
+        c = self.points.add_coordinate(grown)
+        t = self.num_observations
         self.posterior.extend_with_data(
-            self._Z[:t, :m], c, self._y[:t], torch.full_like(c, self.noise_var)
+            self.points.Z[:, :m], c, self._y[:t], torch.full_like(c, self.noise_var)
         )
         self.embedding = grown
         self.dictionary = torch.cat(
@@ -287,14 +264,15 @@ class IncrementalNystrom:
         the drift of the running sums is cleared along with that of ``C``.
         """
         t = self.num_observations
-        Z = self.Z
-        residual = (self._kdiag[:t] - Z.pow(2).sum(-1)).clamp_min(0)
+        points = self.points
         noise = torch.full_like(self._y[:t], self.noise_var)
         if t:
-            stats = DTCStatistics.from_embedded(Z, residual, self._y[:t], noise)
+            stats = DTCStatistics.from_embedded(
+                points.Z, points.residual, self._y[:t], noise
+            )
         else:
-            stats = DTCStatistics.empty(Z.shape[-1], like=self._y)
-        self.posterior = OnlineDTC(stats)
+            stats = DTCStatistics.empty(points.dim, like=self._y)
+        self.posterior = WeightPosterior(stats)
         if isinstance(self.rule, KORS) and self.rule.size:
             S = self.embedding.inducing_points
             self.rule.refactorise(kernel_matrix(self.kernel, S))
@@ -306,7 +284,7 @@ class IncrementalNystrom:
         Args:
             dictionary: A ``m`` tensor of indices into the observations.
         """
-        dictionary = torch.as_tensor(dictionary, device=self._X.device).long()
+        dictionary = torch.as_tensor(dictionary, device=self._y.device).long()
         dictionary = dictionary.reshape(-1)
         t = self.num_observations
         if dictionary.numel() and (
@@ -316,15 +294,10 @@ class IncrementalNystrom:
                 f"Dictionary indices must lie in [0, {t}), got "
                 f"[{int(dictionary.min())}, {int(dictionary.max())}]."
             )
-        K_XS = kernel_matrix(self.kernel, self.X, self._X[dictionary])
-        self.embedding = NystromEmbedding(
-            self.kernel, self._X[dictionary], gram=K_XS[dictionary]
-        )
-        Z = K_XS @ self.embedding.root
-        m = Z.shape[-1]
-        if m > self._Z.shape[1]:
-            self._Z = self._Z.new_empty(self._Z.shape[0], 2 * m)
-        self._Z[:t, :m] = Z
+        S = self.points.X[dictionary]
+        K_XS = kernel_matrix(self.kernel, self.points.X, S)
+        self.embedding = NystromEmbedding(self.kernel, S, gram=K_XS[dictionary])
+        self.points.reembed(self.embedding, K_XS @ self.embedding.root)
         self.dictionary = dictionary
         self.refactorise()
 
@@ -336,9 +309,3 @@ class IncrementalNystrom:
             )
         if not bool(torch.isfinite(X).all()):
             raise InputDataError("Inputs contain NaN or infinite values.")
-
-
-def _grow_rows(buffer: Tensor) -> Tensor:
-    grown = buffer.new_empty(2 * buffer.shape[0], *buffer.shape[1:])
-    grown[: buffer.shape[0]] = buffer
-    return grown

@@ -12,8 +12,9 @@ its ridge leverage score by temporarily adding it with weight one, Eq. (41) of
 (``K_*``, ``k_*``: the kernel of ``Z u {s}`` and its column at ``s``). By the
 Sherman-Morrison identity this equals ``(1 + eps) v / (v + mu)`` with
 ``v = k(s, s) - b^T (S K_ZZ S + mu I)^{-1} b``, ``b = S k_Z(s)``: the variance of
-``s`` given the weighted dictionary, at the cost ``O(m^2)`` of one solve with a
-kept inverse. The point is admitted with probability ``min(1, gamma tau)``.
+``s`` given the weighted dictionary, at the cost ``O(m^2)`` of one quadratic
+form of a kept weight posterior (below). The point is admitted with probability
+``min(1, gamma tau)``.
 
 The authors' code computes ``((1 + eps)/mu) [u + (u - k)^2 / (k + mu - u)]``
 (``u = b^T A^{-1} b``), which drops the ``k(s, s) -`` of Eq. (41); it equals
@@ -36,10 +37,14 @@ References:
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import torch
 from botorch.exceptions.errors import InputDataError
 from torch import Tensor
+
+from botorch_sketch.sketching.statistics import DTCStatistics
+from botorch_sketch.sketching.weight_posterior import WeightPosterior
 
 
 def theoretical_gamma(horizon: int, delta: float = 0.1) -> float:
@@ -62,8 +67,12 @@ def theoretical_gamma(horizon: int, delta: float = 0.1) -> float:
 class KORS:
     r"""The KORS admission rule with its weighted dictionary state.
 
-    The state is ``A^{-1} = (S K_ZZ S + mu I)^{-1}`` (``m x m``), bordered in
-    ``O(m^2)`` when a point is admitted, and the admitted probabilities ``p_z``.
+    The state is the admitted probabilities ``p_z`` and the weight posterior
+    (:class:`~botorch_sketch.sketching.weight_posterior.WeightPosterior`) on the
+    features ``S k_Z(.) / sqrt(mu)`` of the dictionary's own points, whose
+    precision is ``I + S K_ZZ S / mu = A / mu``: ``b^T A^{-1} b`` is its quadratic
+    form at ``b / sqrt(mu)``, and admitting a point grows it by one coordinate
+    (a bordered inverse, ``O(m^2)``).
 
     Example:
         >>> rule = KORS(mu=1.0, gamma=2.0, generator=torch.Generator().manual_seed(0))
@@ -100,13 +109,20 @@ class KORS:
         self.epsilon = float(epsilon)
         self.gamma = float(gamma)
         self.generator = generator
-        self.inverse: Tensor | None = None  # (S K_ZZ S + mu I)^{-1}, m x m
+        self.posterior: WeightPosterior | None = None  # precision A / mu
         self.probabilities: Tensor | None = None  # p_z, m
 
     @property
     def size(self) -> int:
         r"""The number of admitted points."""
         return 0 if self.probabilities is None else self.probabilities.numel()
+
+    @property
+    def inverse(self) -> Tensor | None:
+        r"""``A^{-1} = (S K_ZZ S + mu I)^{-1}`` (``m x m``, float64); None if empty."""
+        if self.posterior is None:
+            return None
+        return self.posterior.weight_covariance / self.mu
 
     def leverage(self, k_Zs: Tensor, k_ss: Tensor) -> Tensor:
         r"""The estimate ``tau`` of Eq. (41) for new points, in ``O(n m^2)``.
@@ -122,7 +138,7 @@ class KORS:
         v = k_ss
         if self.size:
             b = k_Zs * self.probabilities.rsqrt()
-            v = k_ss - ((b @ self.inverse) * b).sum(-1)
+            v = k_ss - self.posterior.quadratic_form(b) / self.mu
         # v is a variance; rounding may leave it slightly negative.
         v = v.clamp_min(0)
         return (1 + self.epsilon) * v / (v + self.mu)
@@ -149,7 +165,8 @@ class KORS:
     def admit(self, k_Zs: Tensor, k_ss: Tensor, p: Tensor) -> None:
         r"""Add a point with probability ``p`` to the weighted dictionary.
 
-        Borders ``A^{-1}`` with the row ``b / sqrt(p)`` and corner ``k / p + mu``
+        Borders ``A`` with the row ``b / sqrt(p)`` and corner ``k / p + mu``
+        (the posterior's precision ``A / mu`` with their ``1 / mu`` multiples),
         in ``O(m^2)``.
 
         Args:
@@ -159,19 +176,13 @@ class KORS:
         """
         k_Zs, k_ss, p = k_Zs.reshape(-1), k_ss.reshape(()), p.reshape(())
         if self.size == 0:
-            self.inverse = (1 / (k_ss / p + self.mu)).reshape(1, 1)
+            self.posterior = WeightPosterior.prior(0, like=k_ss.reshape(1))
+            row = k_Zs.new_zeros(0)
             self.probabilities = p.reshape(1)
-            return
-        row = k_Zs * self.probabilities.rsqrt() * p.rsqrt()
-        u = self.inverse @ row
-        schur = k_ss / p + self.mu - row @ u
-        m = self.size
-        inv = self.inverse.new_empty(m + 1, m + 1)
-        inv[:m, :m] = self.inverse + torch.outer(u, u) / schur
-        inv[:m, m] = inv[m, :m] = -u / schur
-        inv[m, m] = 1 / schur
-        self.inverse = inv
-        self.probabilities = torch.cat([self.probabilities, p.reshape(1)])
+        else:
+            row = k_Zs * self.probabilities.rsqrt() * p.rsqrt()
+            self.probabilities = torch.cat([self.probabilities, p.reshape(1)])
+        self.posterior.extend(gram_column=row / self.mu, gram_corner=k_ss / p / self.mu)
 
     def refactorise(self, K_ZZ: Tensor) -> None:
         r"""Recompute ``A^{-1}`` from the dictionary's kernel matrix (``O(m^3)``).
@@ -182,7 +193,6 @@ class KORS:
         if self.size == 0:
             return
         w = self.probabilities.rsqrt()
-        A = w.unsqueeze(-1) * K_ZZ * w + self.mu * torch.eye(
-            self.size, dtype=K_ZZ.dtype, device=K_ZZ.device
-        )
-        self.inverse = torch.cholesky_inverse(torch.linalg.cholesky(A))
+        gram = w.unsqueeze(-1) * K_ZZ * w / self.mu
+        statistics = replace(DTCStatistics.empty(self.size, like=K_ZZ), gram=gram)
+        self.posterior = WeightPosterior(statistics)

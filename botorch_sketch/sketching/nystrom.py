@@ -57,6 +57,19 @@ def default_relative_cutoff(dtype: torch.dtype, num_inducing: int) -> float:
     return 10.0 * max(num_inducing, 1) * torch.finfo(dtype).eps
 
 
+def residual_variance(prior_variance: Tensor, Z: Tensor) -> Tensor:
+    r"""The prior variance an embedding misses, ``k(x, x) - ||z(x)||^2 >= 0``.
+
+    Args:
+        prior_variance: A ``batch_shape x n`` tensor ``k(x, x)``.
+        Z: The ``batch_shape x n x m'`` embedding of the points.
+
+    Returns:
+        A ``batch_shape x n`` tensor, clamped at zero against rounding.
+    """
+    return (prior_variance - Z.pow(2).sum(-1)).clamp_min(0)
+
+
 #: Smallest relative Cholesky pivot of ``K_SS`` taken without an eigendecomposition.
 WELL_CONDITIONED_PIVOT = 1e-6
 
@@ -205,20 +218,28 @@ class NystromEmbedding:
         K_XS = kernel_matrix(self.kernel, rows, self.inducing_points)
         return K_XS.reshape(*X.shape[:-1], self.num_inducing)
 
-    def residual_variance(self, X: Tensor, Z: Tensor | None = None) -> Tensor:
+    def residual_variance(
+        self,
+        X: Tensor,
+        Z: Tensor | None = None,
+        prior_variance: Tensor | None = None,
+    ) -> Tensor:
         r"""The prior variance the embedding misses, ``k(x, x) - ||z(x)||^2 >= 0``.
 
         Args:
             X: A ``batch_shape x n x d`` tensor of points.
             Z: Their embedding, if already computed.
+            prior_variance: Their ``batch_shape x n`` prior variances ``k(x, x)``,
+                if already computed.
 
         Returns:
             A ``batch_shape x n`` tensor, clamped at zero against rounding.
         """
         if Z is None:
             Z = self(X)
-        kdiag = kernel_diagonal(self.kernel, X)
-        return (kdiag - Z.pow(2).sum(-1)).clamp_min(0)
+        if prior_variance is None:
+            prior_variance = kernel_diagonal(self.kernel, X)
+        return residual_variance(prior_variance, Z)
 
     def new_coordinate(self, X: Tensor, Z_old: Tensor) -> Tensor:
         r"""The last coordinate of points whose other coordinates are known.
@@ -270,7 +291,7 @@ class NystromEmbedding:
         if k_new is None:
             k_new = kernel_diagonal(self.kernel, x_new)
         k_new = k_new.reshape(1)
-        schur = k_new - z_new.pow(2).sum(-1)
+        schur = self.residual_variance(x_new, z_new, prior_variance=k_new)
         scale = k_new.clamp_min(torch.finfo(x_new.dtype).tiny)
         if bool(schur <= self.relative_cutoff * max(1, self.num_inducing) * scale):
             return None

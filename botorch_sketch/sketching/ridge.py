@@ -12,6 +12,11 @@ and every width ``x^T V^{-1} x`` an ``O(d^2)`` product. This is LinUCB's solver
 [Li2010contextual]_ and the exact-variance half of the SGD feature model; the
 SGD solvers of :mod:`botorch_sketch.sketching.sgd` are the ``O(d)`` alternative.
 
+It is the weight posterior (:class:`~botorch_sketch.sketching.weight_posterior.
+WeightPosterior`) on the identity features with noise variance ``lambda``:
+its covariance is ``C = lambda V^{-1}`` and its mean weights are ``theta``, so
+the update above is its rank-one Woodbury step.
+
 References
 
 .. [Li2010contextual]
@@ -26,6 +31,8 @@ import math
 import torch
 from botorch.exceptions.errors import BotorchTensorDimensionError, InputDataError
 from torch import Tensor
+
+from botorch_sketch.sketching.weight_posterior import WeightPosterior
 
 
 class OnlineRidge:
@@ -58,9 +65,19 @@ class OnlineRidge:
             raise InputDataError(f"ridge must be finite and positive, got {ridge}.")
         self.dim = dim
         self.ridge = float(ridge)
-        self.inverse = torch.eye(dim, dtype=dtype, device=device) / ridge
-        self.theta = torch.zeros(dim, dtype=dtype, device=device)
+        like = torch.empty(0, dtype=dtype, device=device)
+        self.posterior = WeightPosterior.prior(dim, like=like)
         self.n = 0
+
+    @property
+    def theta(self) -> Tensor:
+        r"""The ridge solution ``(A_n + lambda I)^{-1} b_n`` (``d``)."""
+        return self.posterior.weights
+
+    @property
+    def inverse(self) -> Tensor:
+        r"""``(A_n + lambda I)^{-1}`` (``d x d``), formed."""
+        return (self.posterior.weight_covariance / self.ridge).to(self.theta)
 
     def observe(self, x: Tensor, y: float | Tensor) -> None:
         r"""Add one observation by a Sherman-Morrison update, ``O(d^2)``.
@@ -77,11 +94,7 @@ class OnlineRidge:
         y = torch.as_tensor(y, dtype=self.theta.dtype, device=self.theta.device)
         if not bool(torch.isfinite(x).all() and torch.isfinite(y).all()):
             raise InputDataError("Observation contains NaN or infinite values.")
-        u = self.inverse @ x
-        denominator = 1.0 + x @ u
-        self.theta = self.theta + ((y.reshape(()) - x @ self.theta) / denominator) * u
-        # In place: the d x d update dominates the cost; no second d x d buffer.
-        self.inverse.addr_(u, u, alpha=-1.0 / float(denominator))
+        self.posterior.update_one_(x, 0.0, float(y), self.ridge)
         self.n += 1
 
     def observe_batch(self, X: Tensor, Y: Tensor) -> None:
@@ -91,12 +104,11 @@ class OnlineRidge:
 
     def quadratic_forms(self, X: Tensor) -> Tensor:
         r"""``x^T (A_n + lambda I)^{-1} x`` for the rows of a ``... x d`` tensor."""
-        return ((X @ self.inverse) * X).sum(-1)
+        return self.posterior.quadratic_form(X) / self.ridge
 
     def clone(self) -> OnlineRidge:
         r"""An independent copy (``O(d^2)``)."""
         other = OnlineRidge.__new__(OnlineRidge)
         other.__dict__.update(self.__dict__)
-        other.inverse = self.inverse.clone()
-        other.theta = self.theta.clone()
+        other.posterior = self.posterior.copy()
         return other

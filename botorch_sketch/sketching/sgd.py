@@ -66,7 +66,7 @@ class HarmonicStep(Schedule):
             c: The constant ``c > 0``.
         """
         if c <= 0:
-            raise ValueError(f"c must be positive, got {c}.")
+            raise InputDataError(f"c must be positive, got {c}.")
         self.c = c
 
     def __call__(self, n: int) -> float:  # noqa: D102
@@ -83,7 +83,7 @@ class OffsetHarmonicStep(Schedule):
             offset: ``n_0 > 0``.
         """
         if offset <= 0:
-            raise ValueError(f"offset must be positive, got {offset}.")
+            raise InputDataError(f"offset must be positive, got {offset}.")
         self.offset = offset
 
     def __call__(self, n: int) -> float:  # noqa: D102
@@ -100,7 +100,7 @@ class Constant(Schedule):
             value: The value, at least zero.
         """
         if value < 0:
-            raise ValueError(f"value must be non-negative, got {value}.")
+            raise InputDataError(f"value must be non-negative, got {value}.")
         self.value = value
 
     def __call__(self, n: int) -> float:  # noqa: D102
@@ -121,7 +121,7 @@ class InverseRidge(Schedule):
             ridge: ``lambda >= 0``.
         """
         if ridge < 0:
-            raise ValueError(f"ridge must be non-negative, got {ridge}.")
+            raise InputDataError(f"ridge must be non-negative, got {ridge}.")
         self.ridge = ridge
 
     def __call__(self, n: int) -> float:  # noqa: D102
@@ -143,7 +143,9 @@ class PowerRidge(Schedule):
             scale: A positive multiplier.
         """
         if not 0 < alpha < 1 or scale <= 0:
-            raise ValueError(f"need 0 < alpha < 1 and scale > 0, got {alpha}, {scale}.")
+            raise InputDataError(
+                f"need 0 < alpha < 1 and scale > 0, got {alpha}, {scale}."
+            )
         self.alpha = alpha
         self.scale = scale
 
@@ -192,7 +194,7 @@ class SGDLeastSquares:
             device: The device.
         """
         if dim < 1:
-            raise ValueError(f"dim must be at least 1, got {dim}.")
+            raise InputDataError(f"dim must be at least 1, got {dim}.")
         self.dim = dim
         self.step = step
         self.ridge = ridge

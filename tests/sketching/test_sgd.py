@@ -139,7 +139,7 @@ def test_schedules():
     assert InverseRidge(3.0)(6) == pytest.approx(0.5)
     assert PowerRidge(0.6, 2.0)(32) == pytest.approx(2 * 32**-0.4)
     for bad in (lambda: HarmonicStep(0), lambda: PowerRidge(1.0), lambda: Constant(-1)):
-        with pytest.raises(ValueError):
+        with pytest.raises(InputDataError):
             bad()
 
 

@@ -1,0 +1,197 @@
+r"""The one weight posterior: its factorised and updated states read alike."""
+
+import pytest
+import torch
+from botorch.exceptions.errors import InputDataError, UnsupportedError
+from gpytorch.kernels import RBFKernel, ScaleKernel
+
+from botorch_sketch.sketching import (
+    DTCPosterior,
+    DTCStatistics,
+    EmbeddedPoints,
+    NystromEmbedding,
+    OnlineDTC,
+    RandomFourierFeatures,
+    WeightPosterior,
+)
+from botorch_sketch.sketching.ridge import OnlineRidge
+from botorch_sketch.sketching.weight_posterior import bordered_inverse
+
+
+def _kernel(lengthscale=0.3):
+    k = ScaleKernel(RBFKernel()).double()
+    k.base_kernel.lengthscale = lengthscale
+    k.outputscale = 1.3
+    k.requires_grad_(False)
+    return k
+
+
+def _data(n, d=2, seed=0, **tkwargs):
+    g = torch.Generator().manual_seed(seed)
+    X = torch.rand(n, d, generator=g, **tkwargs)
+    r = torch.randn(n, generator=g, **tkwargs)
+    noise = 0.05 + 0.1 * torch.rand(n, generator=g, **tkwargs)
+    return X, r, noise
+
+
+def test_old_names_are_the_one_class():
+    assert DTCPosterior is WeightPosterior and OnlineDTC is WeightPosterior
+
+
+def test_updated_and_factorised_states_read_the_same(tkwargs):
+    # Half the data factorised, the other half by Woodbury steps (one rank-q,
+    # then rank-one in place): every read-out equals a fresh factorisation.
+    k = _kernel()
+    X, r, noise = _data(40, **tkwargs)
+    emb = NystromEmbedding(k, X[:12])
+    Z = emb(X)
+    resid = emb.residual_variance(X, Z)
+    post = WeightPosterior(
+        DTCStatistics.from_embedded(Z[:20], resid[:20], r[:20], noise[:20])
+    )
+    post.update(Z[20:30], resid[20:30], r[20:30], noise[20:30])
+    for i in range(30, 40):
+        post.update_one_(Z[i], float(resid[i]), float(r[i]), float(noise[i]))
+    fresh = WeightPosterior(DTCStatistics.from_data(emb, X, r, noise))
+    Xt = torch.rand(3, 5, 2, **tkwargs)
+    Zt, Kt = emb(Xt), k(Xt).to_dense()
+    rt = emb.residual_variance(Xt, Zt)
+    torch.testing.assert_close(post.mean(Zt), fresh.mean(Zt), rtol=0, atol=1e-10)
+    torch.testing.assert_close(
+        post.variance(Zt, rt), fresh.variance(Zt, rt), rtol=0, atol=1e-10
+    )
+    torch.testing.assert_close(
+        post.covariance(Zt, Kt), fresh.covariance(Zt, Kt), rtol=0, atol=1e-10
+    )
+    torch.testing.assert_close(
+        post.log_marginal_likelihood(),
+        fresh.log_marginal_likelihood(),
+        rtol=1e-10,
+        atol=1e-10,
+    )
+    w0 = torch.randn(4, emb.dim, **tkwargs)
+    gen = [torch.Generator().manual_seed(1) for _ in range(2)]
+    torch.testing.assert_close(
+        post.matheron_update(w0, gen[0]),
+        fresh.matheron_update(w0, gen[1]),
+        rtol=0,
+        atol=1e-9,
+    )
+    # The variance is the diagonal of the covariance, the cross covariance its block.
+    torch.testing.assert_close(
+        fresh.covariance(Zt, Kt).diagonal(dim1=-2, dim2=-1), fresh.variance(Zt, rt)
+    )
+    cross = fresh.cross_covariance(Zt[0], Zt[0, :2], Kt[0, :, :2])
+    torch.testing.assert_close(cross, fresh.covariance(Zt[0], Kt[0])[:, :2])
+
+
+def test_fantasy_batches_fold_test_batches_without_changing_values(tkwargs):
+    # A posterior batched over fantasies, read at test points with more batch
+    # dimensions: equal to reading each fantasy's posterior alone.
+    k = _kernel()
+    X, r, noise = _data(25, **tkwargs)
+    emb = NystromEmbedding(k, X[:8])
+    post = WeightPosterior(DTCStatistics.from_data(emb, X, r, noise))
+    Xn = torch.rand(2, 2, **tkwargs)
+    rn = torch.randn(4, 2, **tkwargs)
+    fantasies = post.copy()
+    # Batched inputs: the update stays a batched downdate of C.
+    fantasies.absorb(emb, Xn.expand(4, 2, 2), rn, torch.full((4, 2), 0.1, **tkwargs))
+    assert fantasies.batch_shape == (4,) and fantasies._downdate is not None
+    # A refit of the same data factorises a batched Cholesky: the other state.
+    refit = WeightPosterior(
+        DTCStatistics.from_data(
+            emb,
+            torch.cat([X, Xn]),
+            torch.cat([r.expand(4, -1), rn], -1),
+            torch.cat([noise, torch.full((2,), 0.1, **tkwargs)]),
+        )
+    )
+    Xt = torch.rand(6, 4, 3, 2, **tkwargs)
+    Zt, Kt = emb(Xt), k(Xt).to_dense()
+    for state in (fantasies, refit):
+        cov = state.covariance(Zt, Kt)
+        assert cov.shape == (6, 4, 3, 3)
+        for j in range(4):
+            one = WeightPosterior(
+                DTCStatistics.from_data(
+                    emb,
+                    torch.cat([X, Xn]),
+                    torch.cat([r, rn[j]]),
+                    torch.cat([noise, torch.full((2,), 0.1, **tkwargs)]),
+                )
+            )
+            torch.testing.assert_close(
+                cov[:, j], one.covariance(Zt[:, j], Kt[:, j]), rtol=0, atol=1e-10
+            )
+    with pytest.raises(UnsupportedError, match="cannot grow"):
+        fantasies.extend()
+    with pytest.raises(UnsupportedError, match="update_one_"):
+        fantasies.update_one_(Zt[0, 0, 0], 0.0, 0.0, 0.1)
+
+
+def test_chunked_variance_equals_the_unchunked_one(tkwargs):
+    k = _kernel()
+    X, r, noise = _data(50, **tkwargs)
+    emb = NystromEmbedding(k, X[:10])
+    post = WeightPosterior(DTCStatistics.from_data(emb, X, r, noise))
+    points = EmbeddedPoints(emb, X, chunk_size=7)
+    whole = post.variance(emb(X), emb.residual_variance(X))
+    torch.testing.assert_close(points.posterior_variance(post), whole)
+    assert post.chunked_variance(0, 7, None).shape == (0,)
+
+
+def test_bordered_inverse_is_the_inverse_of_the_bordered_matrix(tkwargs):
+    g = torch.Generator().manual_seed(0)
+    A = torch.randn(6, 6, generator=g, **tkwargs)
+    M = A @ A.mT + torch.eye(6, **tkwargs)
+    inverse, u, schur = bordered_inverse(torch.linalg.inv(M[:5, :5]), M[:5, 5], M[5, 5])
+    torch.testing.assert_close(inverse, torch.linalg.inv(M))
+    torch.testing.assert_close(u, torch.linalg.solve(M[:5, :5], M[:5, 5]))
+    torch.testing.assert_close(schur, 1 / torch.linalg.inv(M)[5, 5])
+
+
+def test_embedded_points_follow_a_growing_inducing_set(tkwargs):
+    # Appending points and adding coordinates keeps the store equal to a fresh
+    # embedding of every point in the grown set, residual variances included.
+    k = _kernel(0.4)
+    X, _, _ = _data(30, **tkwargs)
+    emb = NystromEmbedding(k, X[:3])
+    points = EmbeddedPoints.empty(emb, X[:0], capacity=2)
+    for i in range(30):
+        x = X[i : i + 1]
+        points.append(x, emb(x), k(x, diag=True))
+        if i in (5, 11, 20):
+            grown = emb.extended(X[i])
+            assert grown is not None
+            points.add_coordinate(grown)
+            emb = grown
+    assert points.num_points == 30 and points.dim == 6
+    fresh = NystromEmbedding(k, emb.inducing_points)
+    Zf = fresh(X)
+    torch.testing.assert_close(points.Z @ points.Z.mT, Zf @ Zf.mT)
+    torch.testing.assert_close(points.residual, fresh.residual_variance(X, Zf))
+    points.reembed(fresh)
+    torch.testing.assert_close(points.Z, Zf)
+
+
+def test_ridge_is_the_weight_posterior_on_identity_features(tkwargs):
+    g = torch.Generator().manual_seed(0)
+    X = torch.randn(20, 4, generator=g, **tkwargs)
+    y = torch.randn(20, generator=g, **tkwargs)
+    ridge = OnlineRidge(4, ridge=0.3, **tkwargs)
+    other = ridge.clone()
+    ridge.observe_batch(X, y)
+    V = X.mT @ X + 0.3 * torch.eye(4, **tkwargs)
+    torch.testing.assert_close(ridge.theta, torch.linalg.solve(V, X.mT @ y))
+    torch.testing.assert_close(
+        ridge.quadratic_forms(X), (X * torch.linalg.solve(V, X.mT).mT).sum(-1)
+    )
+    # The clone taken before did not follow.
+    assert torch.equal(other.theta, torch.zeros(4, **tkwargs)) and other.n == 0
+
+
+def test_bad_feature_counts_are_input_data_errors(tkwargs):
+    k = ScaleKernel(RBFKernel())
+    with pytest.raises(InputDataError, match="num_features"):
+        RandomFourierFeatures(k, input_dim=2, num_features=0)
