@@ -190,10 +190,10 @@ class DTCUCB(FiniteArmPolicy):
             return float(self.beta)
         return self._width_from(self.scaled_variance)
 
-    def _width_from(self, scaled_variance: Tensor) -> float:
+    def _width_from(self, scaled_variance: Tensor, scale: float = 1.0) -> float:
         # ``sum_s sigma_tilde_t^2(x_s)`` over the pulls is one dot product with
-        # the pull counts.
-        variance_sum = float(torch.dot(self.counts, scaled_variance))
+        # the pull counts (times ``scale``: the variances in GP units).
+        variance_sum = scale * float(torch.dot(self.counts, scaled_variance))
         return bkb_width(
             variance_sum,
             self.num_observations,
@@ -254,13 +254,17 @@ class DTCUCB(FiniteArmPolicy):
 
     def _select_one(self) -> Tensor:
         # select(1) with the scores in a preallocated buffer: the loop's hot
-        # path, a handful of O(A) kernels (same arithmetic as ``scores``).
-        buffer = self._score_buffer
-        torch.div(self.candidates.variance, self.noise_var, out=buffer)
-        beta = (
-            self._width_from(buffer) if isinstance(self.beta, str) else float(self.beta)
-        )
-        buffer.sqrt_().mul_(beta).add_(self.candidates.mean)
+        # path, four O(A) kernels. ``scores`` up to rounding: ``1 / lambda``
+        # is folded into the width sum and ``beta / sqrt(lambda)`` into one
+        # fused ``mean + beta' sqrt(var)``.
+        buffer, variance = self._score_buffer, self.candidates.variance
+        if isinstance(self.beta, str):
+            beta = self._width_from(variance, scale=1 / self.noise_var)
+        else:
+            beta = float(self.beta)
+        torch.sqrt(variance, out=buffer)
+        alpha = beta / math.sqrt(self.noise_var)
+        torch.add(self.candidates.mean, buffer, alpha=alpha, out=buffer)
         return torch.argmax(buffer, dim=0, keepdim=True)
 
     def update(self, indices: Tensor, rewards: Tensor) -> None:

@@ -165,29 +165,43 @@ class WeightPosterior:
     def statistics(self) -> DTCStatistics:
         r"""The statistics of the data seen so far."""
         if self._pending is not None:
-            # Fold the scalar terms of :meth:`update_one_` in (one tensor op
-            # each, once per read rather than per observation).
+            # Fold the observations of :meth:`update_one_` in: their rows in
+            # one product, the scalar terms in one op each, once per read
+            # rather than per observation. New tensors: a reader may keep them.
             st, (sq, log_noise, gap, num) = self._statistics, self._pending
+            k = self._num_rows
+            rows = self._rows[:k, : st.moment.shape[-1]]
+            weights = rows.new_tensor(self._row_weights[:k])
+            targets = rows.new_tensor(self._row_targets[:k])
             self._statistics = DTCStatistics(
-                gram=st.gram,
-                moment=st.moment,
+                gram=st.gram + (rows.mT * weights) @ rows,
+                moment=st.moment + rows.mT @ (weights * targets),
                 sq_residual=st.sq_residual + sq,
                 log_noise=st.log_noise + log_noise,
                 trace_gap=st.trace_gap + gap,
                 num_data=st.num_data + num,
             )
-            self._pending = None
-        # The reader may keep them: the next in-place update writes to copies.
-        self._owned = False
+            self._clear_pending()
         return self._statistics
 
     @statistics.setter
     def statistics(self, value: DTCStatistics) -> None:
         self._statistics = value
-        self._pending: list[float] | None = None
+        self._clear_pending()
         # The tensors may be shared (with a caller, a copy): in-place updates
         # clone them first.
         self._owned = False
+
+    def _clear_pending(self) -> None:
+        # The observations :meth:`update_one_` has absorbed into ``w`` and ``C``
+        # but not yet into the statistics: the scalar terms, and the embedded
+        # inputs (rows of a buffer), ``1 / noise`` and the residuals.
+        self._pending: list[float] | None = None
+        self._num_rows = 0
+        self._row_weights: list[float] = []
+        self._row_targets: list[float] = []
+        if not hasattr(self, "_rows"):
+            self._rows: Tensor | None = None
 
     @classmethod
     def prior(cls, dim: int, like: Tensor) -> WeightPosterior:
@@ -254,9 +268,9 @@ class WeightPosterior:
         clones what it writes first when the tensors may be shared.
         """
         self._covariance_base()  # formed once, shared by both
+        self.statistics  # noqa: B018 (folds the pending rows: their buffer is not shared)
         other = copy.copy(self)
-        if self._pending is not None:
-            other._pending = list(self._pending)
+        other._rows = None
         self._owned = other._owned = False
         return other
 
@@ -442,16 +456,8 @@ class WeightPosterior:
         self._chol = self._whitened_moment = None
 
     def _own(self) -> None:
-        # Private copies of what :meth:`update_one_` writes in place.
-        st = self._statistics
-        self._statistics = DTCStatistics(
-            gram=st.gram.clone(),
-            moment=st.moment.clone(),
-            sq_residual=st.sq_residual,
-            log_noise=st.log_noise,
-            trace_gap=st.trace_gap,
-            num_data=st.num_data,
-        )
+        # Private copies of what :meth:`update_one_` writes in place (the
+        # statistics it leaves to the next read, which makes new tensors).
         self._base = self._covariance_base().clone()
         self._w = self._w.clone()
         self._owned = True
@@ -465,11 +471,11 @@ class WeightPosterior:
         online loops, where the per-call overhead of the general ``q x q``
         route (a Cholesky, triangular solves, new statistics) is many times
         the arithmetic: ``C <- C - P P^T / s`` and ``w <- w + P (r - z^T w) /
-        s`` with ``P = C z``, ``s = z^T P + noise`` (Sherman-Morrison), and the
-        statistics gain ``z z^T / noise`` and ``z r / noise`` in place. The
-        weights and ``C`` are written in place too (cloned first when they may
-        be shared: after :meth:`copy`, a factorisation, or a read of
-        :attr:`statistics`).
+        s`` with ``P = C z``, ``s = z^T P + noise`` (Sherman-Morrison). The
+        weights and ``C`` are written in place (cloned first when they may be
+        shared: after :meth:`copy` or a factorisation); ``z`` is kept in a
+        buffer, and the statistics gain ``z z^T / noise`` and ``z r / noise``
+        at their next read, every pending observation in one product.
 
         Args:
             z: A ``m'`` tensor, the embedded input.
@@ -494,9 +500,9 @@ class WeightPosterior:
         coefficient = (r - float(torch.dot(zd, self._w))) / s
         self._w.add_(P, alpha=coefficient)
         base.addr_(P, P, alpha=-1.0 / s)
-        st = self._statistics
-        st.gram.addr_(z, z, alpha=1.0 / noise)
-        st.moment.add_(z, alpha=r / noise)
+        # The statistics gain ``z z^T / noise`` and ``z r / noise`` at the next
+        # read (:attr:`statistics`), all pending rows in one product.
+        self._push_row(z, 1.0 / noise, r)
         pending = self._pending or [0.0, 0.0, 0.0, 0]
         pending[0] += r * r / noise
         pending[1] += math.log(noise)
@@ -504,6 +510,23 @@ class WeightPosterior:
         pending[3] += 1
         self._pending = pending
         return P, s, coefficient
+
+    def _push_row(self, z: Tensor, weight: float, target: float) -> None:
+        # Copy ``z`` into the pending rows (amortised O(m), one op).
+        # The rows are folded before the dimension changes (every route that
+        # grows or refactorises reads :attr:`statistics` first).
+        k, m = self._num_rows, z.shape[-1]
+        rows = self._rows
+        full = rows is None or rows.shape[0] <= k
+        if full or rows.shape[1] != m or rows.dtype != z.dtype:
+            grown = z.new_empty(max(16, 2 * k), m)
+            if k:
+                grown[:k] = rows[:k]
+            rows = self._rows = grown
+        rows[k, :m] = z
+        self._row_weights.append(weight)
+        self._row_targets.append(target)
+        self._num_rows = k + 1
 
     def update(
         self,

@@ -206,3 +206,31 @@ def test_a_subclass_absorb_rule_is_not_bypassed_by_the_single_pull_path():
         i = policy.select()
         policy.update(i, env.pull(i))
     assert len(calls) == 3
+
+
+def test_pending_rows_of_update_one_fold_into_the_statistics_across_growth():
+    # update_one_ leaves z z^T / noise and z r / noise to the next read of the
+    # statistics; observations with different noise, then a coordinate added
+    # (extend), then more observations in the grown dimension: the statistics
+    # must equal those of all the data computed at once.
+    g = torch.Generator().manual_seed(5)
+    Z = torch.rand(40, 5, generator=g, dtype=torch.double)
+    r = torch.randn(40, generator=g, dtype=torch.double)
+    noise = 0.1 + torch.rand(40, generator=g, dtype=torch.double)
+    online = OnlineDTC.prior(4, like=Z)
+    for i in range(20):
+        online.update_one_(Z[i, :4], 0.0, float(r[i]), float(noise[i]))
+    # The fifth coordinate of the first 20 observations is column 4 of Z.
+    online.extend_with_data(Z[:20, :4], Z[:20, 4], r[:20], noise[:20])
+    for i in range(20, 40):
+        online.update_one_(Z[i], 0.0, float(r[i]), float(noise[i]))
+    st = online.statistics
+    weights = 1 / noise
+    assert torch.allclose(st.gram, (Z.mT * weights) @ Z, atol=1e-10)
+    assert torch.allclose(st.moment, Z.mT @ (weights * r), atol=1e-10)
+    assert float(st.num_data) == 40
+    assert torch.allclose(st.sq_residual, (weights * r * r).sum(), atol=1e-10)
+    # The posterior read from the statistics afresh is the one updated in place.
+    w = online.weights.clone()
+    online.refactorise()
+    assert torch.allclose(online.weights, w, atol=1e-8)
