@@ -41,12 +41,15 @@ from botorch_sketch.bandits.gp_ucb import GPUCB
 from botorch_sketch.bandits.loop import plot_experiments
 from botorch_sketch.bandits.random_policy import RandomPolicy
 from botorch_sketch.benchmarks.metrics import (
+    TorchCallCounter,
     dtc_step_flops,
     machine_rates,
     reference_row,
 )
 
 EXACT = "gp-ucb"
+#: Steps of the untimed run that counts a policy's torch calls per step.
+COUNTED_STEPS = 1000
 
 
 @dataclass(frozen=True)
@@ -78,6 +81,9 @@ class Row:
     #: The arithmetic of a steady single-pull step at the run's mean dictionary
     #: size over the machine's measured matrix-vector rate (None: no model).
     floor_ms: float | None = None
+    #: Mean torch calls per step of a second, untimed run over the first
+    #: :data:`COUNTED_STEPS` steps (None: not counted).
+    calls_per_step: float | None = None
 
 
 ALL = ("bkb", "bkb-adaptive", EXACT, "dtc-uniform", "random")
@@ -162,6 +168,7 @@ def run(budget_name: str = "small") -> tuple[list[Row], dict[str, list[BanditTra
             if method != "random":
                 m = sum(trace.dictionary_size) / max(trace.num_steps, 1)
                 floor = rates.floor_ms(dtc_step_flops(case.num_arms, m))
+            calls = calls_per_step(factory(), env, min(case.num_steps, COUNTED_STEPS))
             row = Row(
                 case=case,
                 method=method,
@@ -172,6 +179,7 @@ def run(budget_name: str = "small") -> tuple[list[Row], dict[str, list[BanditTra
                 ms_mid=trace.mean_step_ms(0.4, 0.5),
                 ms_late=trace.mean_step_ms(0.9, 1.0),
                 floor_ms=floor,
+                calls_per_step=calls,
             )
             rows.append(row)
             case_traces.append(trace)
@@ -187,6 +195,25 @@ def run(budget_name: str = "small") -> tuple[list[Row], dict[str, list[BanditTra
     return rows, traces
 
 
+def calls_per_step(policy: object, env: FiniteArmEnvironment, num_steps: int) -> float:
+    r"""Mean torch calls per single-pull step of ``policy``, select plus update.
+
+    The policy runs on its own reward noise (seeded), so the environment's
+    generator is left as it was; only the policy's calls are counted.
+    """
+    g = torch.Generator(device="cpu").manual_seed(0)
+    noise = env.noise_std * torch.randn(num_steps, generator=g, dtype=env.means.dtype)
+    noise = noise.to(env.means.device)
+    counter = TorchCallCounter()
+    for t in range(num_steps):
+        with counter:
+            indices = policy.select(1)
+        rewards = env.means[indices] + noise[t : t + 1]
+        with counter:
+            policy.update(indices, rewards)
+    return counter.calls / max(num_steps, 1)
+
+
 def render(rows: list[Row], machine: str) -> str:
     r"""Markdown tables: ratios against exact GP-UCB first, then absolutes."""
     lines = [
@@ -199,12 +226,14 @@ def render(rows: list[Row], machine: str) -> str:
         "variance: about 2 A m + 6 m^2 + 12 A flops at the run's mean dictionary "
         "size m) over this machine's measured matrix-vector rate; x floor = the "
         "mean ms per step over the whole run / floor (insertions and redraws "
-        "come on top of the floor by design).",
+        "come on top of the floor by design). calls/step: the torch calls (functions "
+        "and tensor methods) of select plus update per step, mean over the first "
+        f"min(T, {COUNTED_STEPS}) steps of a second, untimed run.",
         "",
         "| experiment | A | T | lengthscale | noise | seed | method | time ratio | "
         "regret ratio | seconds | regret | dictionary | ms/step early, mid, late | "
-        "floor ms/step | x floor |",
-        "|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---|---:|---:|",
+        "floor ms/step | x floor | calls/step |",
+        "|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---|---:|---:|---:|",
     ]
     for r in rows:
         exact = reference_row(rows, r.case, EXACT)
@@ -216,7 +245,8 @@ def render(rows: list[Row], machine: str) -> str:
             f"{c.noise_fraction} | {c.seed} | {r.method} | {ratio} | {regret} | "
             f"{r.seconds:.2f} | {r.regret:.1f} | {r.dictionary} | "
             f"{r.ms_early:.2f}, {r.ms_mid:.2f}, {r.ms_late:.2f} | "
-            f"{_floor_columns(r.floor_ms, r.seconds / c.num_steps)} |"
+            f"{_floor_columns(r.floor_ms, r.seconds / c.num_steps)} | "
+            f"{'-' if r.calls_per_step is None else f'{r.calls_per_step:.1f}'} |"
         )
     lines += ["", f"Absolute seconds are from {machine}."]
     return "\n".join(lines)

@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 import torch
 from botorch.models.model import Model
 from torch import Tensor
+from torch.overrides import TorchFunctionMode
 
 from botorch_sketch.sketching.chunks import row_chunks
 
@@ -199,3 +200,28 @@ def dtc_step_flops(num_arms: int, dictionary: float) -> float:
     """
     A, m = num_arms, dictionary
     return 2 * A * m + 6 * m * m + 12 * A
+
+
+class TorchCallCounter(TorchFunctionMode):
+    r"""Counts the torch calls made while it is active: functions and tensor methods.
+
+    Reads of tensor attributes (``.shape``, ``.dtype``) are not counted. Each
+    ``with counter:`` block adds to :attr:`calls`, so a loop can count the
+    policy's calls and leave the environment's out.
+
+    Example:
+        >>> counter = TorchCallCounter()
+        >>> with counter:
+        ...     policy.update(indices, rewards)
+        >>> counter.calls
+    """
+
+    def __init__(self) -> None:
+        r"""Start at zero calls."""
+        super().__init__()
+        self.calls = 0
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):  # noqa: D105
+        if getattr(func, "__name__", None) != "__get__":
+            self.calls += 1
+        return func(*args, **(kwargs or {}))

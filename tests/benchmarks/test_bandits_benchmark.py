@@ -24,3 +24,11 @@ def test_bandit_benchmark_runs_and_reports_ratios(monkeypatch, tmp_path):
     # Every model-based row has a floor, and the table shows the gap to it.
     assert all((r.floor_ms is None) == (r.method == "random") for r in rows)
     assert "floor ms/step | x floor" in text
+    # Every row counts its torch calls per step, and the table shows them.
+    assert all(r.calls_per_step is not None and r.calls_per_step > 0 for r in rows)
+    assert "| calls/step |" in text
+    lines = text.splitlines()
+    header = next(line for line in lines if line.startswith("| experiment"))
+    body = [line for line in lines if line.startswith(("| setting-1", "| crossover"))]
+    assert len(body) == len(rows)
+    assert all(line.count("|") == header.count("|") for line in body)

@@ -5,6 +5,7 @@ from botorch.models import SingleTaskGP
 
 from botorch_sketch.benchmarks.inference import Row, render
 from botorch_sketch.benchmarks.metrics import (
+    TorchCallCounter,
     effective_dimension,
     held_out_accuracy,
     stopwatch,
@@ -61,3 +62,17 @@ def test_stopwatch_freezes_on_exit():
         sum(range(1000))
     first = elapsed()
     assert first >= 0 and elapsed() == first
+
+
+def test_torch_call_counter_counts_calls_not_attribute_reads():
+    x = torch.ones(3)
+    counter = TorchCallCounter()
+    with counter:
+        y = torch.add(x, 1)
+        y.sum()
+        _ = y.shape, y.dtype
+    assert counter.calls == 2
+    with counter:  # blocks add up; calls outside are not counted
+        torch.mul(x, 2)
+    x.sum()
+    assert counter.calls == 3
