@@ -87,7 +87,7 @@ class Border:
 
 
 def bordered_inverse(
-    inverse: Tensor, column: Tensor, corner: Tensor
+    inverse: Tensor, column: Tensor, corner: Tensor, out: Tensor | None = None
 ) -> tuple[Tensor, Tensor, Tensor]:
     r"""The inverse of ``[[M, g], [g^T, c]]`` from ``M^{-1}``, ``O(m^2)``.
 
@@ -98,6 +98,9 @@ def bordered_inverse(
         inverse: The ``m x m`` symmetric ``M^{-1}``.
         column: The ``m`` new column ``g``.
         corner: The new diagonal entry ``c`` (0-dim).
+        out: A ``(m + 1) x (m + 1)`` tensor to write the result to, or None for
+            a new one. ``inverse`` may be its top-left block (a buffer with
+            spare rows and columns grows in place, with no ``m x m`` copy).
 
     Returns:
         The ``(m + 1) x (m + 1)`` inverse, ``u`` and ``s``.
@@ -105,9 +108,14 @@ def bordered_inverse(
     m = inverse.shape[-1]
     u = inverse @ column
     schur = corner - column @ u
-    out = inverse.new_empty(m + 1, m + 1)
-    out[:m, :m] = inverse + torch.outer(u, u) / schur
-    out[:m, m] = out[m, :m] = -u / schur
+    if out is None:
+        out = inverse.new_empty(m + 1, m + 1)
+    top = out[:m, :m]
+    if not (top.data_ptr() == inverse.data_ptr() and top.stride() == inverse.stride()):
+        top.copy_(inverse)
+    scaled = u / schur
+    top.addr_(scaled, u)  # one pass, no m x m temporary
+    out[:m, m] = out[m, :m] = -scaled
     out[m, m] = 1 / schur
     return out, u, schur
 
@@ -662,13 +670,33 @@ class WeightPosterior:
         )
         base = self._covariance_base()
         g, g_nn, b_new = g.to(base), g_nn.to(base), b_new.to(base)
-        self._base, u, schur = bordered_inverse(base, g, 1 + g_nn)
+        self._base, u, schur = bordered_inverse(base, g, 1 + g_nn, self._grown(m))
         delta = (b_new - g @ self._w) / schur
         self._w = torch.cat([self._w - u * delta, delta.reshape(1)])
         self._stale()
         # Every tensor ``update_one_`` writes was made here.
         self._owned = True
         return Border(u=u, schur=schur, delta=delta)
+
+    def _grown(self, m: int) -> Tensor:
+        # The (m + 1) x (m + 1) block that ``C`` grows into: the top-left of a
+        # buffer with spare rows and columns, in place when ``C`` is already
+        # its top-left block and private (not shared with a copy); else a new
+        # buffer with room for about m / 2 more coordinates (amortised O(m^2)
+        # copies where exact-size tensors would copy the m x m matrix per
+        # coordinate).
+        base, buffer = self._base, getattr(self, "_base_buffer", None)
+        if (
+            self._owned
+            and buffer is not None
+            and buffer.shape[0] > m
+            and base.data_ptr() == buffer.data_ptr()
+            and base.stride() == buffer.stride()
+        ):
+            return buffer[: m + 1, : m + 1]
+        capacity = m + 1 + max(16, m // 2)
+        self._base_buffer = base.new_empty(capacity, capacity)
+        return self._base_buffer[: m + 1, : m + 1]
 
     def extend_with_data(
         self, Z: Tensor, coordinate: Tensor, r: Tensor, noise: Tensor

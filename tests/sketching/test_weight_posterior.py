@@ -151,6 +151,46 @@ def test_bordered_inverse_is_the_inverse_of_the_bordered_matrix(tkwargs):
     torch.testing.assert_close(schur, 1 / torch.linalg.inv(M)[5, 5])
 
 
+def test_bordered_inverse_grows_in_place_in_a_buffer(tkwargs):
+    # The inverse as the top-left block of ``out``: written in place, same result.
+    g = torch.Generator().manual_seed(1)
+    A = torch.randn(6, 6, generator=g, **tkwargs)
+    M = A @ A.mT + torch.eye(6, **tkwargs)
+    buffer = torch.zeros(9, 9, **tkwargs)
+    buffer[:5, :5] = torch.linalg.inv(M[:5, :5])
+    out, _, _ = bordered_inverse(buffer[:5, :5], M[:5, 5], M[5, 5], buffer[:6, :6])
+    assert out.data_ptr() == buffer.data_ptr()
+    torch.testing.assert_close(buffer[:6, :6], torch.linalg.inv(M))
+    assert not buffer[6:].any() and not buffer[:, 6:].any()
+
+
+def test_extend_repeatedly_keeps_the_covariance_and_leaves_copies_apart():
+    # Many coordinates added in a row (C grows inside its buffer), updates in
+    # between, and a copy taken mid-way: C stays the inverse of I + gram, and
+    # the copy keeps its own C.
+    g = torch.Generator().manual_seed(2)
+    Z = torch.randn(30, 40, generator=g, dtype=torch.double)
+    r = torch.randn(30, generator=g, dtype=torch.double)
+    noise = torch.full((30,), 0.5, dtype=torch.double)
+    post = WeightPosterior.prior(1, like=Z)
+    for i in range(30):
+        post.update_one_(Z[i, :1], 0.0, float(r[i]), 0.5)
+    copy = None
+    for m in range(1, 40):
+        post.extend_with_data(Z[:, :m], Z[:, m], r, noise)
+        if m == 20:
+            copy = post.copy()
+            kept = copy.weight_covariance.clone()
+        if m % 7 == 0:
+            post.update_one_(Z[m % 30, : m + 1], 0.0, 0.3, 0.5)
+    B = torch.eye(40, dtype=torch.double) + post.statistics.gram
+    torch.testing.assert_close(post.weight_covariance, torch.linalg.inv(B))
+    torch.testing.assert_close(
+        post.weights, torch.linalg.solve(B, post.statistics.moment)
+    )
+    assert torch.equal(copy.weight_covariance, kept)
+
+
 def test_embedded_points_follow_a_growing_inducing_set(tkwargs):
     # Appending points and adding coordinates keeps the store equal to a fresh
     # embedding of every point in the grown set, residual variances included.
