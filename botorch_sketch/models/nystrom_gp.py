@@ -75,6 +75,7 @@ from botorch_sketch.sketching.dtc import (
 )
 from botorch_sketch.sketching.nystrom import NystromEmbedding
 from botorch_sketch.sketching.selection import (
+    Candidates,
     FixedSelector,
     InducingSelector,
     RidgeLeverageSampler,
@@ -413,13 +414,13 @@ class NystromGP(GPyTorchModel, GP, FantasizeMixin):
                     position[rows] = torch.arange(rows.numel(), device=rows.device)
                     inside = position[self._inducing_index]
                     current = inverse[inside[inside >= 0]].unique()
-                chosen = self._rule.select(
-                    X[first],
-                    self.covar_module,
-                    counts.to(X) / precision,
+                candidates = Candidates(
+                    X=X[first],
+                    kernel=self.covar_module,
+                    noise=counts.to(X) / precision,
                     counts=counts,
-                    current=current,
                 )
+                chosen = self._rule.select(candidates, current=current)
                 if max_size is not None and self._rule.depends_on_hyperparameters:
                     chosen = chosen[:max_size]
                 self.inducing_index = rows[first[chosen]]
