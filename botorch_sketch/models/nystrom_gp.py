@@ -74,8 +74,8 @@ from botorch_sketch.sketching.dtc import (
     posterior_variance,
 )
 from botorch_sketch.sketching.nystrom import NystromEmbedding
+from botorch_sketch.sketching.rule import Candidates
 from botorch_sketch.sketching.selection import (
-    Candidates,
     FixedSelector,
     InducingSelector,
     RidgeLeverageSampler,

@@ -559,13 +559,11 @@ def expected_size(p: Tensor, counts: Tensor | None = None) -> float:
 
 
 __all__ = [
-    "Candidates",
     "FixedSelector",
     "GreedyVarianceSelector",
     "InducingSelector",
     "InducingSetCapWarning",
     "RidgeLeverageSampler",
-    "SelectionRule",
     "UniformSelector",
     "distinct_rows",
     "expected_size",
