@@ -543,8 +543,7 @@ class MultiOutputNystromGP(NystromGP):
             for j, model in enumerate(self.outcome_models)
         ]
         new = self._copy_without_outcome_models()
-        new.outcome_models = ModuleList(models)
-        new.likelihood = OutcomeLikelihoods([m.likelihood for m in models])
+        new._set_outcome_models(models)
         if len(new.batch_shape) == 0:
             new._append_raw_data(X, Y, noise)
         return new
@@ -561,6 +560,14 @@ class MultiOutputNystromGP(NystromGP):
             }
         )
         return copy.deepcopy(self, memo)
+
+    def _set_outcome_models(self, models: list[NystromGP]) -> None:
+        # New outcome models (of a copy): their likelihoods and input transform
+        # become this model's.
+        self.outcome_models = ModuleList(models)
+        self.likelihood = OutcomeLikelihoods([m.likelihood for m in models])
+        if hasattr(self, "input_transform"):
+            self.input_transform = models[0].input_transform
 
     def _append_raw_data(self, X: Tensor, Y: Tensor, noise: Tensor | None) -> None:
         if self.train_Yvar is not None:
@@ -596,9 +603,9 @@ class MultiOutputNystromGP(NystromGP):
             new._cache = None
             return new
         new = self._copy_without_outcome_models()
-        models = [copy.deepcopy(self.outcome_models[j]) for j in indices]
-        new.outcome_models = ModuleList(models)
-        new.likelihood = OutcomeLikelihoods([m.likelihood for m in models])
+        new._set_outcome_models(
+            [copy.deepcopy(self.outcome_models[j]) for j in indices]
+        )
         new._num_outputs = len(indices)
         new.train_Y = self.train_Y[..., indices]
         new.train_Yvar = Yvar
