@@ -118,6 +118,12 @@ class NystromGP(GPyTorchModel, GP, FantasizeMixin):
     With the inducing set equal to all distinct training inputs, the posterior
     and the fitting objective are those of ``SingleTaskGP``.
 
+    A ``n x t`` ``train_Y`` (``t > 1``) builds a
+    :class:`~botorch_sketch.models.nystrom_outcomes.MultiOutputNystromGP`, the
+    counterpart of a ``SingleTaskGP`` of ``t`` outputs: independent outcomes, each
+    with its own hyperparameters and its own inducing set (one single-output
+    model per outcome; see that module for why the sets are not shared).
+
     Example:
         >>> model = NystromGP(train_X, train_Y)
         >>> fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))
@@ -181,7 +187,8 @@ class NystromGP(GPyTorchModel, GP, FantasizeMixin):
 
         Args:
             train_X: A ``n x d`` tensor of training inputs.
-            train_Y: A ``n x 1`` tensor of training observations.
+            train_Y: A ``n x 1`` tensor of training observations (``n x t`` builds
+                a ``MultiOutputNystromGP``).
             train_Yvar: An optional ``n x 1`` tensor of observed noise variances; if
                 given, the noise is fixed to it (``FixedNoiseGaussianLikelihood``).
             inducing: How to choose the inducing set: an
@@ -201,6 +208,31 @@ class NystromGP(GPyTorchModel, GP, FantasizeMixin):
                 inputs (e.g. ``Normalize(d)``).
             fit_subset_size: Sets :attr:`fit_subset_size` for this model.
         """
+        if (
+            type(self) is NystromGP
+            and isinstance(train_Y, Tensor)
+            and train_Y.dim() == 2
+            and train_Y.shape[-1] > 1
+        ):
+            # Several outcomes: the instance becomes their model. (Done here,
+            # not in ``__new__``, so that the signature Ax inspects is this one.)
+            from botorch_sketch.models.nystrom_outcomes import MultiOutputNystromGP
+
+            self.__class__ = MultiOutputNystromGP
+            MultiOutputNystromGP.__init__(
+                self,
+                train_X,
+                train_Y,
+                train_Yvar=train_Yvar,
+                inducing=inducing,
+                covar_module=covar_module,
+                mean_module=mean_module,
+                likelihood=likelihood,
+                outcome_transform=outcome_transform,
+                input_transform=input_transform,
+                fit_subset_size=fit_subset_size,
+            )
+            return
         check_training_data(type(self).__name__, train_X, train_Y, train_Yvar)
         check_fit_subset_size(fit_subset_size)
         with torch.no_grad():

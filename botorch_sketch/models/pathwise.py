@@ -38,6 +38,7 @@ from botorch.utils.context_managers import delattr_ctx
 from torch import Size
 
 from botorch_sketch.models.nystrom_gp import NystromGP
+from botorch_sketch.models.nystrom_outcomes import MultiOutputNystromGP
 
 
 @DrawKernelFeaturePaths.register(NystromGP)
@@ -91,4 +92,15 @@ def _draw_matheron_paths_NystromGP(
         prior_paths=prior_paths,
         update_paths=update_paths,
         output_transform=get_output_transform(model),
+    )
+
+
+@DrawMatheronPaths.register(MultiOutputNystromGP)
+def _draw_matheron_paths_MultiOutputNystromGP(
+    model: MultiOutputNystromGP, **kwargs: Any
+) -> MatheronPath:
+    raise UnsupportedError(
+        "Pathwise sampling of a multi-output NystromGP is not supported; draw paths "
+        "from model.subset_output([j]) for each outcome j (or use a ModelListGP of "
+        "them, which BoTorch's pathwise sampling handles)."
     )
