@@ -347,6 +347,24 @@ class NystromGP(GPyTorchModel, GP, FantasizeMixin):
             return self.input_transform.preprocess_transform(X)
         return X
 
+    @property
+    def transformed_train_X(self) -> Tensor:
+        r"""The ``n x d`` training inputs as the kernel sees them."""
+        return self._transform_like_training(self.train_X)
+
+    def train_noise(self) -> Tensor:
+        r"""The ``n`` per-observation noise variances, in outcome-transformed units."""
+        return self._train_noise()
+
+    def posterior_state(self) -> tuple[NystromEmbedding, WeightPosterior]:
+        r"""The Nystrom embedding and the weight posterior behind ``posterior``.
+
+        Built on first use after every change of data, hyperparameters or
+        inducing set and cached; the pathwise sampler and the bandit-style
+        read-outs use it directly.
+        """
+        return self._posterior_state()
+
     def _retransform_targets(self) -> None:
         # The model keeps raw data and the outcome transform's image of it, so a
         # loaded state_dict (with other transform statistics) stays consistent.
