@@ -16,12 +16,14 @@ from botorch_sketch.models import (
     SGDLinearModel,
 )
 from botorch_sketch.sketching import (
+    Candidates,
     FixedSelector,
     GradientDiversitySubset,
     GreedyVarianceSelector,
     GreedyVarianceSubset,
     RandomSubset,
     RidgeLeverageSampler,
+    SelectionRule,
     UniformSelector,
 )
 
@@ -29,6 +31,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "BKBUpperConfidenceBound",
+    "Candidates",
     "FixedSelector",
     "GradientDiversitySubset",
     "GradientSubsetGP",
@@ -39,6 +42,7 @@ __all__ = [
     "RandomSubset",
     "RidgeLeverageSampler",
     "SGDLinearModel",
+    "SelectionRule",
     "UniformSelector",
     "qBKBUpperConfidenceBound",
 ]

@@ -71,11 +71,15 @@ def bkb_beta(
             f"BKB's width is computed from a NystromGP's inducing set; got "
             f"{type(model).__name__}. Use UpperConfidenceBound with a fixed beta."
         )
+    if model.num_outputs != 1:
+        raise UnsupportedError(
+            "BKB's width is for one outcome; use model.subset_output([j])."
+        )
     if model.batch_shape != torch.Size():
         raise UnsupportedError("BKB's width needs a model without batch dimensions.")
     with torch.no_grad():
-        lam = float(model._train_noise().mean())
-        X = model._transform_like_training(model.train_X)
+        lam = float(model.train_noise().mean())
+        X = model.transformed_train_X
         width = bkb_width(
             float(model.effective_dimension()),
             model.train_X.shape[0],

@@ -52,6 +52,7 @@ from gpytorch.kernels import Kernel
 from torch import Tensor
 
 from botorch_sketch.bandits.dtc_ucb import DTCUCB
+from botorch_sketch.sketching.rule import Candidates
 from botorch_sketch.sketching.selection import RidgeLeverageSampler
 
 
@@ -130,8 +131,7 @@ class BKB(DTCUCB):
             self._draw_every_step(indices, previous)
             return
         # One coin per pull, at sigma_{t-1} as in Algorithm 1; winners join now.
-        p = (self.qbar * previous[indices]).clamp(max=1)
-        won = self._uniform(indices.numel(), p) < p
+        won, _ = self.sampler.consider(previous[indices])
         for idx in indices[won].unique().tolist():
             if not bool(self._in_dictionary[idx]):
                 self._insert(idx)
@@ -143,8 +143,7 @@ class BKB(DTCUCB):
         # ``_grow`` for one pull, the coin in Python: the same draw and the
         # same comparison, without a tensor op per scalar.
         previous = float(self.candidates.variance[index]) / self.noise_var
-        p = min(self.qbar * previous, 1.0)
-        if self._uniform_one(self.arms.dtype) < p and not bool(
+        if self.sampler.consider_one(previous, self.arms.dtype) and not bool(
             self._in_dictionary[index]
         ):
             self._insert(index)
@@ -157,7 +156,8 @@ class BKB(DTCUCB):
         # posterior as rebuilding; a draw that drops an atom is rebuilt.
         counts = self.counts.index_add(0, indices, torch.ones_like(previous[indices]))
         pulled = counts.nonzero().squeeze(-1)
-        kept = pulled[self.sampler.draw(previous[pulled], counts[pulled])]
+        pool = Candidates(scores=previous[pulled], counts=counts[pulled])
+        kept = pulled[self.sampler.select(pool)]
         chosen = torch.zeros_like(self._in_dictionary)
         chosen[kept] = True
         if bool((self._in_dictionary & ~chosen).any()):
@@ -194,7 +194,8 @@ class BKB(DTCUCB):
 
     def _redraw(self, scaled_variance: Tensor) -> None:
         pulled = self.counts.nonzero().squeeze(-1)
-        kept = self.sampler.draw(scaled_variance[pulled], self.counts[pulled])
+        pool = Candidates(scores=scaled_variance[pulled], counts=self.counts[pulled])
+        kept = self.sampler.select(pool)
         self._rebuild(pulled[kept])
         self._size_at_draw = self.dictionary_size
         self.num_resamples += 1

@@ -50,6 +50,7 @@ from torch import Tensor
 from botorch_sketch.bandits.policy import ContextualPolicy, argmax_first
 from botorch_sketch.sketching.incremental import DictionaryRule, IncrementalNystrom
 from botorch_sketch.sketching.kors import KORS
+from botorch_sketch.sketching.rule import Candidates
 from botorch_sketch.sketching.selection import RidgeLeverageSampler
 
 #: The UCB width of the authors' code, for every method.
@@ -241,7 +242,7 @@ class CBKB(OnlineKernelUCB):
     def _resample(self) -> None:
         # Variances of every past state under the current dictionary, O(t m^2).
         scores = self.model.observed_variance() / self.noise_var
-        self.model.rebuild(self.sampler.draw(scores))
+        self.model.rebuild(self.sampler.select(Candidates(scores=scores)))
 
 
 class CBBKB(CBKB):

@@ -44,14 +44,6 @@ class _PolicyBase:
         u = torch.rand(n, generator=self.generator, dtype=like.dtype, device=device)
         return u.to(like.device)
 
-    def _uniform_one(self, dtype: torch.dtype = torch.double) -> float:
-        # One uniform as a float: the same draw from the generator as
-        # ``_uniform(1, like)`` for ``like`` of ``dtype``, without the move.
-        device = self.generator.device if self.generator is not None else "cpu"
-        return float(
-            torch.rand(1, generator=self.generator, dtype=dtype, device=device)
-        )
-
 
 class FiniteArmPolicy(_PolicyBase, ABC):
     r"""A policy on a fixed finite set of ``A`` arms."""

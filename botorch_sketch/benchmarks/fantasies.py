@@ -58,7 +58,7 @@ def _peak_mb() -> float:
 
 def _refactorised_posterior(model: NystromGP, X, Y, Xt):
     # The baseline: statistics of the fantasies added, B factorised per fantasy.
-    embedding, state = model._posterior_state()
+    embedding, state = model.posterior_state()
     X_tf, Xt_tf = model.transform_inputs(X), model.transform_inputs(Xt)
     Y_tf, _ = model.outcome_transform(Y, None, X=X_tf)
     residual = Y_tf.squeeze(-1) - model.mean_module(X_tf)

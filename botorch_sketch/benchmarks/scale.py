@@ -98,7 +98,7 @@ def _case(d: int, n: int, m: int, queue: mp.Queue) -> None:
     fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))
     t2 = clock()
     with torch.no_grad():
-        model._posterior_state()
+        model.posterior_state()
     t3 = clock()
     bounds = torch.stack([torch.zeros(d), torch.ones(d)]).to(X)
     acqf = LogExpectedImprovement(model, best_f=Y.max())

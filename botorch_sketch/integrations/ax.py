@@ -14,6 +14,12 @@ importing this module does the same, so a process that loads a saved client only
 has to import it first. Model and acquisition options must then be JSON values
 (numbers, strings, lists, dicts), not objects such as inducing selectors.
 
+Multi-objective experiments take the same strategy: Ax 1.3.1 models several
+outcomes with one batched model only for subclasses of BoTorch's
+``BatchedMultiOutputGPyTorchModel`` (its ``use_model_list``), so it fits a
+``ModelListGP`` of one ``NystromGP`` per objective, each with its own
+hyperparameters and inducing set, as a ``NystromGP`` of ``n x t`` data has them.
+
 Example:
     >>> from ax.api.client import Client
     >>> client = Client()

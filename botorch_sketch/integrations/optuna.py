@@ -131,7 +131,7 @@ class SketchSampler(BaseSampler):
       ``<= 0``), each modelled by its own GP.
 
     Several objectives are modelled by a ``ModelListGP`` of one model per
-    objective (a batched multi-output ``NystromGP`` is not built yet); the
+    objective (as a multi-output ``NystromGP`` is: one sketch per outcome); the
     hypervolume reference point is BoTorch's ``infer_reference_point`` on the
     observed (feasible) Pareto front.
 

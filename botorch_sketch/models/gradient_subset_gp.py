@@ -61,6 +61,7 @@ from botorch_sketch.models.validation import (
 )
 from botorch_sketch.sketching.chunks import chunk_size_for, row_chunks
 from botorch_sketch.sketching.nystrom import NystromEmbedding
+from botorch_sketch.sketching.rule import Candidates
 from botorch_sketch.sketching.subset import (
     GradientDiversitySubset,
     RandomSubset,
@@ -311,7 +312,7 @@ class GradientSubsetGP(SingleTaskGP):
         if self.is_subset:
             # Rules that read the fitted model start from a random subset.
             rule = self.subset_rule
-            if rule.depends_on_fit:
+            if rule.depends_on_hyperparameters:
                 rule = RandomSubset(generator=rule.generator)
             index = self._run_rule(rule, gradients=None, kernel=None)
         else:
@@ -362,13 +363,9 @@ class GradientSubsetGP(SingleTaskGP):
         if kernel is not None and hasattr(self, "input_transform"):
             with torch.no_grad():
                 X = self.input_transform.preprocess_transform(X)
+        candidates = Candidates(X=X, kernel=kernel, gradients=gradients)
         return rule.select(
-            num_points=self.full_train_X.shape[0],
-            size=self.subset_size,
-            forced=self.forced_indices,
-            gradients=gradients,
-            X=X,
-            kernel=kernel,
+            candidates, size=self.subset_size, forced=self.forced_indices
         )
 
     def full_gradients(self) -> Tensor:
@@ -440,7 +437,7 @@ class GradientSubsetGP(SingleTaskGP):
         Returns:
             The fitted ``mll``, in eval mode on success.
         """
-        adaptive = self.is_subset and self.subset_rule.depends_on_fit
+        adaptive = self.is_subset and self.subset_rule.depends_on_hyperparameters
         rounds = self.fit_rounds if adaptive else 1
         for i in range(rounds):
             if adaptive and (i > 0 or rounds == 1):

@@ -74,6 +74,7 @@ from botorch_sketch.sketching.dtc import (
     posterior_variance,
 )
 from botorch_sketch.sketching.nystrom import NystromEmbedding
+from botorch_sketch.sketching.rule import Candidates
 from botorch_sketch.sketching.selection import (
     FixedSelector,
     InducingSelector,
@@ -116,6 +117,12 @@ class NystromGP(GPyTorchModel, GP, FantasizeMixin):
 
     With the inducing set equal to all distinct training inputs, the posterior
     and the fitting objective are those of ``SingleTaskGP``.
+
+    A ``n x t`` ``train_Y`` (``t > 1``) builds a
+    :class:`~botorch_sketch.models.nystrom_outcomes.MultiOutputNystromGP`, the
+    counterpart of a ``SingleTaskGP`` of ``t`` outputs: independent outcomes, each
+    with its own hyperparameters and its own inducing set (one single-output
+    model per outcome; see that module for why the sets are not shared).
 
     Example:
         >>> model = NystromGP(train_X, train_Y)
@@ -180,7 +187,8 @@ class NystromGP(GPyTorchModel, GP, FantasizeMixin):
 
         Args:
             train_X: A ``n x d`` tensor of training inputs.
-            train_Y: A ``n x 1`` tensor of training observations.
+            train_Y: A ``n x 1`` tensor of training observations (``n x t`` builds
+                a ``MultiOutputNystromGP``).
             train_Yvar: An optional ``n x 1`` tensor of observed noise variances; if
                 given, the noise is fixed to it (``FixedNoiseGaussianLikelihood``).
             inducing: How to choose the inducing set: an
@@ -200,6 +208,31 @@ class NystromGP(GPyTorchModel, GP, FantasizeMixin):
                 inputs (e.g. ``Normalize(d)``).
             fit_subset_size: Sets :attr:`fit_subset_size` for this model.
         """
+        if (
+            type(self) is NystromGP
+            and isinstance(train_Y, Tensor)
+            and train_Y.dim() == 2
+            and train_Y.shape[-1] > 1
+        ):
+            # Several outcomes: the instance becomes their model. (Done here,
+            # not in ``__new__``, so that the signature Ax inspects is this one.)
+            from botorch_sketch.models.nystrom_outcomes import MultiOutputNystromGP
+
+            self.__class__ = MultiOutputNystromGP
+            MultiOutputNystromGP.__init__(
+                self,
+                train_X,
+                train_Y,
+                train_Yvar=train_Yvar,
+                inducing=inducing,
+                covar_module=covar_module,
+                mean_module=mean_module,
+                likelihood=likelihood,
+                outcome_transform=outcome_transform,
+                input_transform=input_transform,
+                fit_subset_size=fit_subset_size,
+            )
+            return
         check_training_data(type(self).__name__, train_X, train_Y, train_Yvar)
         check_fit_subset_size(fit_subset_size)
         with torch.no_grad():
@@ -314,6 +347,24 @@ class NystromGP(GPyTorchModel, GP, FantasizeMixin):
             return self.input_transform.preprocess_transform(X)
         return X
 
+    @property
+    def transformed_train_X(self) -> Tensor:
+        r"""The ``n x d`` training inputs as the kernel sees them."""
+        return self._transform_like_training(self.train_X)
+
+    def train_noise(self) -> Tensor:
+        r"""The ``n`` per-observation noise variances, in outcome-transformed units."""
+        return self._train_noise()
+
+    def posterior_state(self) -> tuple[NystromEmbedding, WeightPosterior]:
+        r"""The Nystrom embedding and the weight posterior behind ``posterior``.
+
+        Built on first use after every change of data, hyperparameters or
+        inducing set and cached; the pathwise sampler and the bandit-style
+        read-outs use it directly.
+        """
+        return self._posterior_state()
+
     def _retransform_targets(self) -> None:
         # The model keeps raw data and the outcome transform's image of it, so a
         # loaded state_dict (with other transform statistics) stays consistent.
@@ -413,13 +464,13 @@ class NystromGP(GPyTorchModel, GP, FantasizeMixin):
                     position[rows] = torch.arange(rows.numel(), device=rows.device)
                     inside = position[self._inducing_index]
                     current = inverse[inside[inside >= 0]].unique()
-                chosen = self._rule.select(
-                    X[first],
-                    self.covar_module,
-                    counts.to(X) / precision,
+                candidates = Candidates(
+                    X=X[first],
+                    kernel=self.covar_module,
+                    noise=counts.to(X) / precision,
                     counts=counts,
-                    current=current,
                 )
+                chosen = self._rule.select(candidates, current=current)
                 if max_size is not None and self._rule.depends_on_hyperparameters:
                     chosen = chosen[:max_size]
                 self.inducing_index = rows[first[chosen]]

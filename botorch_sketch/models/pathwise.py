@@ -38,6 +38,7 @@ from botorch.utils.context_managers import delattr_ctx
 from torch import Size
 
 from botorch_sketch.models.nystrom_gp import NystromGP
+from botorch_sketch.models.nystrom_outcomes import MultiOutputNystromGP
 
 
 @DrawKernelFeaturePaths.register(NystromGP)
@@ -66,13 +67,13 @@ def _draw_matheron_paths_NystromGP(
 ) -> MatheronPath:
     # ``update_strategy`` is not used: the DTC update comes from the model's own
     # statistics (BoTorch's Gaussian update would solve with the n x n kernel).
-    if model._extra_statistics is not None:
+    if len(model.batch_shape) > 0:  # a batched fantasy model
         raise UnsupportedError(
             "Pathwise sampling of a fantasy NystromGP is not supported; draw paths "
             "from the model before conditioning."
         )
     model.eval()
-    embedding, posterior = model._posterior_state()
+    embedding, posterior = model.posterior_state()
     with torch.no_grad(), delattr_ctx(model, "outcome_transform"):
         prior_paths = prior_sampler(model=model, sample_shape=sample_shape)
         S = embedding.inducing_points  # already input-transformed
@@ -91,4 +92,15 @@ def _draw_matheron_paths_NystromGP(
         prior_paths=prior_paths,
         update_paths=update_paths,
         output_transform=get_output_transform(model),
+    )
+
+
+@DrawMatheronPaths.register(MultiOutputNystromGP)
+def _draw_matheron_paths_MultiOutputNystromGP(
+    model: MultiOutputNystromGP, **kwargs: Any
+) -> MatheronPath:
+    raise UnsupportedError(
+        "Pathwise sampling of a multi-output NystromGP is not supported; draw paths "
+        "from model.subset_output([j]) for each outcome j (or use a ModelListGP of "
+        "them, which BoTorch's pathwise sampling handles)."
     )

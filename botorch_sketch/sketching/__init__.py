@@ -2,11 +2,13 @@
 r"""The mathematics shared by every model and bandit policy.
 
 Nystrom embeddings, the weight posterior in their coordinates (the DTC posterior,
-its online updates, ridge regression and KORS's leverage), inducing-set rules,
+its online updates, ridge regression and KORS's leverage), selection rules (one
+way to choose points: inducing sets, subsets, dictionaries, admissions),
 and SGD tracking of least-squares solutions. Torch and gpytorch kernels only;
 nothing here knows about BoTorch models.
 """
 
+from botorch_sketch.sketching.bernoulli import BernoulliRule
 from botorch_sketch.sketching.confidence import bkb_width
 from botorch_sketch.sketching.dtc import (
     DTCPosterior,
@@ -27,6 +29,7 @@ from botorch_sketch.sketching.kors import KORS, theoretical_gamma
 from botorch_sketch.sketching.nystrom import NystromEmbedding
 from botorch_sketch.sketching.online import OnlineDTC, TrackedCandidates
 from botorch_sketch.sketching.ridge import OnlineRidge
+from botorch_sketch.sketching.rule import Candidates, SelectionRule
 from botorch_sketch.sketching.selection import (
     FixedSelector,
     GreedyVarianceSelector,
@@ -59,6 +62,9 @@ from botorch_sketch.sketching.subset import (
 from botorch_sketch.sketching.weight_posterior import WeightPosterior
 
 __all__ = [
+    "BernoulliRule",
+    "Candidates",
+    "SelectionRule",
     "GradientDiversitySubset",
     "GreedyVarianceSubset",
     "RandomSubset",

@@ -226,7 +226,8 @@ class IncrementalNystrom:
                 # [Zenati2022efficient]_): before it, the model is the prior.
                 admit, p = True, torch.ones_like(kdiag[0])
             else:
-                admit, p = self.rule.consider(k_xS, kdiag)
+                coin, prob = self.rule.consider(self.rule.leverage(k_xS, kdiag))
+                admit, p = bool(coin[0]), prob[0]
             if admit and self._insert(t):
                 self.rule.admit(k_xS, kdiag, p)
                 inserted = True

@@ -21,6 +21,10 @@ The authors' code computes ``((1 + eps)/mu) [u + (u - k)^2 / (k + mu - u)]``
 ``(1 + eps) (k / mu - v / (v + mu))``, grows as points become *more* redundant,
 and is not implemented here.
 
+KORS is a :class:`~botorch_sketch.sketching.bernoulli.BernoulliRule` with
+oversampling ``gamma`` and scores ``tau`` (:meth:`KORS.leverage`): its online
+method :meth:`~botorch_sketch.sketching.rule.SelectionRule.consider` draws the
+coin of a new point, :meth:`KORS.admit` adds it to the weighted dictionary.
 This module is pure tensor algebra on kernel values; the model that owns the
 kernel (:mod:`botorch_sketch.sketching.incremental`) passes them in.
 
@@ -43,6 +47,7 @@ import torch
 from botorch.exceptions.errors import InputDataError
 from torch import Tensor
 
+from botorch_sketch.sketching.bernoulli import BernoulliRule
 from botorch_sketch.sketching.statistics import DTCStatistics
 from botorch_sketch.sketching.weight_posterior import WeightPosterior
 
@@ -64,7 +69,7 @@ def theoretical_gamma(horizon: int, delta: float = 0.1) -> float:
     return 12.0 * math.log(horizon / delta)
 
 
-class KORS:
+class KORS(BernoulliRule):
     r"""The KORS admission rule with its weighted dictionary state.
 
     The state is the admitted probabilities ``p_z`` and the weight posterior
@@ -76,9 +81,10 @@ class KORS:
 
     Example:
         >>> rule = KORS(mu=1.0, gamma=2.0, generator=torch.Generator().manual_seed(0))
-        >>> admit, p = rule.consider(k_Zs, k_ss)  # kernel values of a new point
-        >>> if admit:
-        ...     rule.admit(k_Zs, k_ss, p)
+        >>> tau = rule.leverage(k_Zs, k_ss)  # kernel values of a new point (1 x m, 1)
+        >>> admit, p = rule.consider(tau)
+        >>> if admit[0]:
+        ...     rule.admit(k_Zs, k_ss, p[0])
     """
 
     def __init__(
@@ -105,12 +111,17 @@ class KORS:
                 f"KORS needs mu > 0, epsilon >= 0, gamma > 0; got mu={mu}, "
                 f"epsilon={epsilon}, gamma={gamma}."
             )
+        super().__init__(generator=generator)
         self.mu = float(mu)
         self.epsilon = float(epsilon)
         self.gamma = float(gamma)
-        self.generator = generator
         self.posterior: WeightPosterior | None = None  # precision A / mu
         self.probabilities: Tensor | None = None  # p_z, m
+
+    @property
+    def oversampling(self) -> float:
+        r"""The oversampling factor, ``gamma``."""
+        return self.gamma
 
     @property
     def size(self) -> int:
@@ -142,25 +153,6 @@ class KORS:
         # v is a variance; rounding may leave it slightly negative.
         v = v.clamp_min(0)
         return (1 + self.epsilon) * v / (v + self.mu)
-
-    def probability(self, k_Zs: Tensor, k_ss: Tensor) -> Tensor:
-        r"""Admission probabilities ``min(1, gamma tau)`` (``n``)."""
-        return (self.gamma * self.leverage(k_Zs, k_ss)).clamp(max=1)
-
-    def consider(self, k_Zs: Tensor, k_ss: Tensor) -> tuple[bool, Tensor]:
-        r"""Draw the admission coin of one new point (without admitting it).
-
-        Args:
-            k_Zs: A ``m`` (or ``1 x m``) tensor, ``k_Z(s)``.
-            k_ss: A 0-dim (or ``1``) tensor, ``k(s, s)``.
-
-        Returns:
-            Whether the coin came up, and the probability ``p`` (0-dim).
-        """
-        p = self.probability(k_Zs.reshape(1, -1), k_ss.reshape(1)).squeeze(0)
-        device = self.generator.device if self.generator is not None else p.device
-        u = torch.rand((), generator=self.generator, dtype=p.dtype, device=device)
-        return bool(u.to(p.device) < p), p
 
     def admit(self, k_Zs: Tensor, k_ss: Tensor, p: Tensor) -> None:
         r"""Add a point with probability ``p`` to the weighted dictionary.

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 r"""The base of every rule that draws random numbers: an explicit generator.
 
-Inducing-set rules (:mod:`~botorch_sketch.sketching.selection`) and subset rules
-(:mod:`~botorch_sketch.sketching.subset`) hold a ``torch.Generator`` and draw on
-its device, then move the draws to the data's: a CPU generator serves CUDA data.
+Selection rules (:mod:`~botorch_sketch.sketching.rule`) hold a ``torch.Generator``
+and draw on its device, then move the draws to the data's: a CPU generator
+serves CUDA data.
 """
 
 from __future__ import annotations
@@ -32,6 +32,14 @@ class RandomRule:
             n, generator=self.generator, device=self._device(like), dtype=like.dtype
         )
         return u.to(like.device)
+
+    def _uniform_one(self, dtype: torch.dtype = torch.double) -> float:
+        # One uniform as a float: the same draw from the generator as
+        # ``_uniform(1, like)`` for ``like`` of ``dtype``, without the move.
+        device = self.generator.device if self.generator is not None else "cpu"
+        return float(
+            torch.rand(1, generator=self.generator, dtype=dtype, device=device)
+        )
 
     def _normal(self, shape: tuple[int, ...], like: Tensor) -> Tensor:
         eps = torch.randn(

@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
 r"""Inducing-set rules: which of the distinct training inputs become inducing points.
 
-Each rule is a small object with one method, :meth:`InducingSelector.select`, and
-an explicit ``torch.Generator`` where it draws random numbers. Rules return
-indices into the rows they are given, so that a model can keep its inducing set
-as indices into its data (the set then follows the data through input
-transforms, devices and dtypes).
+Each rule is a :class:`~botorch_sketch.sketching.rule.SelectionRule`: a small
+object with an explicit ``torch.Generator`` whose batch method,
+:meth:`~botorch_sketch.sketching.rule.SelectionRule.select`, returns indices
+into the :class:`~botorch_sketch.sketching.rule.Candidates` it is given, so that
+a model can keep its inducing set as indices into its data (the set then
+follows the data through input transforms, devices and dtypes). The greedy and
+uniform rules also choose subsets that must contain forced points (GSSBO's,
+see :mod:`~botorch_sketch.sketching.subset`).
 
 - :class:`RidgeLeverageSampler`: BKB's posterior-variance (ridge leverage score)
   Bernoulli resampling [Calandriello2019bkb]_.
@@ -28,7 +31,6 @@ from __future__ import annotations
 
 import math
 import warnings
-from abc import ABC, abstractmethod
 
 import torch
 from botorch.exceptions.errors import InputDataError
@@ -36,49 +38,20 @@ from botorch.exceptions.warnings import BotorchWarning
 from gpytorch.kernels import Kernel
 from torch import Tensor
 
+from botorch_sketch.sketching.bernoulli import BernoulliRule, inclusion
 from botorch_sketch.sketching.dtc import DTCPosterior, DTCStatistics, posterior_variance
 from botorch_sketch.sketching.kernels import kernel_diagonal, kernel_matrix
 from botorch_sketch.sketching.nystrom import NystromEmbedding
-from botorch_sketch.sketching.random_rule import RandomRule
+from botorch_sketch.sketching.rule import Candidates, SelectionRule, free_indices
 
 
 class InducingSetCapWarning(BotorchWarning):
     r"""The expected inducing-set size exceeded its cap, so ``qbar`` was scaled down."""
 
 
-class InducingSelector(RandomRule, ABC):
-    r"""A rule choosing an inducing set among distinct inputs."""
-
-    #: Whether the choice changes with the kernel hyperparameters, i.e. whether a
-    #: model should re-run the rule after fitting them.
-    depends_on_hyperparameters: bool = True
-
-    @abstractmethod
-    def select(
-        self,
-        X: Tensor,
-        kernel: Kernel,
-        noise: Tensor,
-        counts: Tensor | None = None,
-        current: Tensor | None = None,
-    ) -> Tensor:
-        r"""Choose the inducing set.
-
-        Args:
-            X: A ``n x d`` tensor of distinct (input-transformed) inputs.
-            kernel: The kernel, at its current hyperparameters.
-            noise: A ``n`` tensor, the noise variance of one observation at each
-                input.
-            counts: A ``n`` tensor, how many observations each input has; None
-                means one each.
-            current: The current inducing set as indices into ``X``, if any
-                (adaptive rules start from it).
-
-        Returns:
-            A 1-d long tensor of distinct indices into the rows of ``X``, most
-            important first (or in random order), so that a prefix is a good
-            smaller set.
-        """
+#: The former name of the inducing-set rules' base class: every
+#: :class:`~botorch_sketch.sketching.rule.SelectionRule` chooses inducing sets.
+InducingSelector = SelectionRule
 
 
 def leverage_scores(
@@ -113,7 +86,7 @@ def leverage_scores(
     return var / noise
 
 
-class RidgeLeverageSampler(InducingSelector):
+class RidgeLeverageSampler(BernoulliRule):
     r"""BKB's posterior-variance (ridge leverage score) Bernoulli resampling.
 
     Each distinct input is kept independently with probability
@@ -133,6 +106,11 @@ class RidgeLeverageSampler(InducingSelector):
     If the expected set size exceeds ``max_size``, ``qbar`` is scaled down for this
     draw (warning :class:`InducingSetCapWarning`), which bounds the cost at
     ``O(n max_size^2)`` at the price of the theoretical guarantee.
+
+    A caller that already holds the scores ``var_i / lambda_i`` (a bandit tracks
+    them for every arm) passes them as ``Candidates(scores=..., counts=...)``: the
+    rule is then one draw, without recomputing them. Its online method is one
+    pull's coin, ``min(1, qbar s)`` (BKB's adaptive mode).
     """
 
     def __init__(
@@ -166,86 +144,88 @@ class RidgeLeverageSampler(InducingSelector):
         self.num_passes = num_passes
         self.initial_size = initial_size
 
+    @property
+    def oversampling(self) -> float:
+        r"""The oversampling factor, ``qbar``."""
+        return self.qbar
+
     def select(
         self,
-        X: Tensor,
-        kernel: Kernel,
-        noise: Tensor,
-        counts: Tensor | None = None,
+        candidates: Candidates,
+        size: int | None = None,
+        *,
         current: Tensor | None = None,
+        forced: Tensor | None = None,
     ) -> Tensor:
-        """Resample from ``current``, or bootstrap from a uniform subset."""
-        passes = 1
-        if current is None:
-            current = self._permutation(X.shape[0], X)[: self.initial_size]
-            passes = self.num_passes
-        for _ in range(passes):
-            current = self.resample(X, kernel, noise, counts, current)
-        return current
+        r"""Draw from known scores, resample from ``current``, or bootstrap.
+
+        Args:
+            candidates: Either ``scores`` (and optionally ``counts``), or the
+                distinct inputs ``X``, the ``kernel`` and the ``noise`` (and
+                optionally ``counts``) to compute them from.
+            size: Keep at most this many (a prefix of the random order).
+            current: Indices of the current inducing set, whose variances the
+                draw uses; None starts from a uniform subset and resamples
+                ``num_passes`` times. Not used with ``scores``.
+            forced: Must be None or empty (coins cannot guarantee points).
+
+        Returns:
+            Indices into the candidates of the new set, never empty, in random
+            order.
+        """
+        self._refuse_forced(forced, "its coins are independent")
+        if candidates.scores is not None:
+            chosen = self._draw(candidates.scores, candidates.counts)
+        else:
+            candidates.require(self, "X", "kernel", "noise")
+            passes = 1
+            if current is None:
+                X = candidates.X
+                current = self._permutation(X.shape[0], X)[: self.initial_size]
+                passes = self.num_passes
+            for _ in range(passes):
+                current = self.resample(candidates, current)
+            chosen = current
+        return chosen if size is None else chosen[:size]
 
     def inclusion_probabilities(
-        self,
-        X: Tensor,
-        kernel: Kernel,
-        noise: Tensor,
-        counts: Tensor | None,
-        current: Tensor,
+        self, candidates: Candidates, current: Tensor
     ) -> Tensor:
         r"""Per-observation probabilities ``p_i = min(1, qbar * var_i / lambda_i)``.
 
         Args:
-            X: A ``n x d`` tensor of distinct inputs.
-            kernel: The kernel.
-            noise: A ``n`` tensor of per-observation noise variances.
-            counts: A ``n`` tensor of multiplicities, or None.
+            candidates: The distinct inputs ``X``, the ``kernel``, the ``noise``
+                and optionally the ``counts``.
             current: Indices into ``X`` of the current inducing set.
 
         Returns:
             A ``n`` tensor of probabilities, before any ``max_size`` scaling.
         """
-        scores = leverage_scores(X, kernel, noise, counts, current)
-        return (self.qbar * scores).clamp(0, 1)
+        return self.probability(self._scores(candidates, current))
 
-    def resample(
-        self,
-        X: Tensor,
-        kernel: Kernel,
-        noise: Tensor,
-        counts: Tensor | None,
-        current: Tensor,
-    ) -> Tensor:
+    def resample(self, candidates: Candidates, current: Tensor) -> Tensor:
         r"""One Bernoulli resampling step from the current set's variances.
 
         Args:
-            X: A ``n x d`` tensor of distinct inputs.
-            kernel: The kernel.
-            noise: A ``n`` tensor of per-observation noise variances.
-            counts: A ``n`` tensor of multiplicities, or None.
+            candidates: The distinct inputs ``X``, the ``kernel``, the ``noise``
+                and optionally the ``counts``.
             current: Indices into ``X`` of the current inducing set.
 
         Returns:
             Indices into ``X`` of the new inducing set, never empty.
         """
-        scores = leverage_scores(X, kernel, noise, counts, current)
-        return self.draw(scores, counts)
+        return self._draw(self._scores(candidates, current), candidates.counts)
 
-    def draw(self, scores: Tensor, counts: Tensor | None = None) -> Tensor:
-        r"""The Bernoulli draw from known variances.
+    def _scores(self, candidates: Candidates, current: Tensor) -> Tensor:
+        candidates.require(self, "X", "kernel", "noise")
+        c = candidates
+        return leverage_scores(c.X, c.kernel, c.noise, c.counts, current)
 
-        For callers that already hold the posterior variances (a bandit tracks
-        them for every arm), this is the whole rule without recomputing them.
-
-        Args:
-            scores: A ``n`` tensor of ``var_i / lambda_i`` (ridge leverage scores).
-            counts: A ``n`` tensor of multiplicities, or None.
-
-        Returns:
-            Indices into ``scores`` of the new inducing set, never empty, in random
-            order.
-        """
-        p = (self.qbar * scores).clamp(0, 1)
+    def _draw(self, scores: Tensor, counts: Tensor | None) -> Tensor:
+        # The Bernoulli draw from known scores: never empty, in random order.
+        p = self.probability(scores)
         c = torch.ones_like(p) if counts is None else counts.to(p)
-        keep_prob = _inclusion(p, c, 1.0)
+        keep_prob = inclusion(p, c, 1.0)
         if self.max_size is not None and keep_prob.sum() > self.max_size:
             scale = _scale_to_budget(p, c, self.max_size)
             warnings.warn(
@@ -254,7 +234,7 @@ class RidgeLeverageSampler(InducingSelector):
                 InducingSetCapWarning,
                 stacklevel=3,
             )
-            keep_prob = _inclusion(p, c, scale)
+            keep_prob = inclusion(p, c, scale)
         keep = self._uniform(p.shape[0], p) < keep_prob
         if not bool(keep.any()):
             keep[p.argmax()] = True
@@ -263,66 +243,78 @@ class RidgeLeverageSampler(InducingSelector):
         return kept[self._permutation(kept.shape[0], kept)]
 
 
-def _inclusion(p: Tensor, counts: Tensor, scale: float) -> Tensor:
-    # One coin per observation, a set keeps one copy: 1 - (1 - p)^c.
-    return 1 - (1 - (scale * p).clamp(0, 1)).pow(counts)
-
-
 def _scale_to_budget(p: Tensor, counts: Tensor, budget: float) -> float:
     # The expected size is increasing in the scale: bisect on it.
     lo, hi = 0.0, 1.0
     for _ in range(50):
         mid = 0.5 * (lo + hi)
-        if _inclusion(p, counts, mid).sum() > budget:
+        if inclusion(p, counts, mid).sum() > budget:
             hi = mid
         else:
             lo = mid
     return lo
 
 
-class GreedyVarianceSelector(InducingSelector):
+class GreedyVarianceSelector(SelectionRule):
     r"""Greedy maximum residual variance: a pivoted Cholesky of ``K``.
 
-    Repeatedly adds the input whose prior variance is worst explained by the
-    current set, ``argmax_i (k_ii - Q_ii) / lambda_i``, until ``num_inducing`` points
-    are chosen or that score falls below ``tolerance``. This is BoTorch's
-    ``GreedyVarianceReduction`` [Burt2020convergence]_ (the deterministic cousin
-    of ridge-leverage sampling), written again only because that class returns
-    points and this package keeps inducing sets as indices into the data.
+    Starting from the forced points (if any), repeatedly adds the input whose
+    prior variance is worst explained by the chosen ones, ``argmax_i (k_ii -
+    Q_ii) / lambda_i`` (``/ lambda_i`` when the candidates carry noise), until
+    ``num_inducing`` (or the requested size) points are chosen or that score
+    falls below ``tolerance``. This is BoTorch's ``GreedyVarianceReduction``
+    [Burt2020convergence]_ (the deterministic cousin of ridge-leverage
+    sampling), written again only because that class returns points and this
+    package keeps inducing sets as indices into the data.
     """
 
     depends_on_hyperparameters = True
 
-    def __init__(self, num_inducing: int = 512, tolerance: float | None = 1e-3) -> None:
+    def __init__(
+        self, num_inducing: int | None = 512, tolerance: float | None = 1e-3
+    ) -> None:
         r"""Configure the rule.
 
         Args:
-            num_inducing: The largest number of inducing points.
+            num_inducing: The largest number of inducing points; None for no
+                size of its own (a caller passes one).
             tolerance: Stop when the largest residual variance divided by the noise
                 variance is below this; None always picks ``num_inducing`` points.
         """
         super().__init__(generator=None)
-        if num_inducing < 1:
-            raise InputDataError(
-                f"num_inducing must be at least 1, got {num_inducing}."
-            )
+        _check_budget(num_inducing)
         self.num_inducing = num_inducing
         self.tolerance = tolerance
 
     def select(
         self,
-        X: Tensor,
-        kernel: Kernel,
-        noise: Tensor,
-        counts: Tensor | None = None,
+        candidates: Candidates,
+        size: int | None = None,
+        *,
         current: Tensor | None = None,
+        forced: Tensor | None = None,
     ) -> Tensor:
-        """Greedy picks, in order; ``counts`` and ``current`` are not used."""
+        r"""The forced points, then greedy picks in order.
+
+        Args:
+            candidates: The inputs ``X``, the ``kernel`` and optionally the
+                ``noise`` (scores are then divided by it).
+            size: The number of points, instead of ``num_inducing``.
+            current: Not used.
+            forced: Indices to pivot on first.
+
+        Returns:
+            At most ``size`` (or ``num_inducing``) distinct indices, in pivot order.
+        """
+        candidates.require(self, "X", "kernel")
+        _, size, forced = self._request(candidates, size, forced, self.num_inducing)
+        noise = candidates.noise
         return greedy_variance_pivots(
-            X,
-            kernel,
-            min(self.num_inducing, X.shape[0]),
-            weights=1 / noise,
+            candidates.X,
+            candidates.kernel,
+            size,
+            start=forced,
+            weights=None if noise is None else 1 / noise,
             tolerance=self.tolerance,
         )
 
@@ -380,40 +372,57 @@ def greedy_variance_pivots(
     return chosen
 
 
-class UniformSelector(InducingSelector):
-    r"""A uniformly random subset of the distinct inputs."""
+class UniformSelector(SelectionRule):
+    r"""The forced points and a uniformly random subset of the others."""
 
     depends_on_hyperparameters = False
 
     def __init__(
-        self, num_inducing: int = 512, generator: torch.Generator | None = None
+        self, num_inducing: int | None = 512, generator: torch.Generator | None = None
     ) -> None:
         r"""Configure the rule.
 
         Args:
-            num_inducing: The subset size (all inputs if there are fewer).
+            num_inducing: The subset size (all inputs if there are fewer); None
+                for no size of its own (a caller passes one).
             generator: The random generator.
         """
         super().__init__(generator=generator)
-        if num_inducing < 1:
-            raise InputDataError(
-                f"num_inducing must be at least 1, got {num_inducing}."
-            )
+        _check_budget(num_inducing)
         self.num_inducing = num_inducing
 
     def select(
         self,
-        X: Tensor,
-        kernel: Kernel,
-        noise: Tensor,
-        counts: Tensor | None = None,
+        candidates: Candidates,
+        size: int | None = None,
+        *,
         current: Tensor | None = None,
+        forced: Tensor | None = None,
     ) -> Tensor:
-        """A uniform subset of ``num_inducing`` distinct inputs."""
-        return self._permutation(X.shape[0], X)[: self.num_inducing]
+        r"""The forced points, then a uniform choice of the others.
+
+        Args:
+            candidates: The candidates (only their number is read).
+            size: The number of points, instead of ``num_inducing``.
+            current: Not used.
+            forced: Indices that must be chosen.
+
+        Returns:
+            ``size`` (or ``min(num_inducing, n)``) distinct indices, the forced
+            ones first, the others in random order.
+        """
+        n, size, forced = self._request(candidates, size, forced, self.num_inducing)
+        free = free_indices(n, forced)
+        pick = free[self._permutation(free.numel(), free)[: size - forced.numel()]]
+        return torch.cat([forced, pick])
 
 
-class FixedSelector(InducingSelector):
+def _check_budget(num_inducing: int | None) -> None:
+    if num_inducing is not None and num_inducing < 1:
+        raise InputDataError(f"num_inducing must be at least 1, got {num_inducing}.")
+
+
+class FixedSelector(SelectionRule):
     r"""Inducing points at training rows chosen by the user.
 
     The indices are row numbers of the training data: in a model,
@@ -478,15 +487,27 @@ class FixedSelector(InducingSelector):
 
     def select(
         self,
-        X: Tensor,
-        kernel: Kernel,
-        noise: Tensor,
-        counts: Tensor | None = None,
+        candidates: Candidates,
+        size: int | None = None,
+        *,
         current: Tensor | None = None,
+        forced: Tensor | None = None,
     ) -> Tensor:
-        """The given indices, in the given order, checked against ``X``."""
-        self._check_range(X.shape[0])
-        return self.indices.to(X.device)
+        r"""The given indices, in the given order, checked against the candidates.
+
+        Args:
+            candidates: The candidates (only their number is read).
+            size: Keep at most this many (the first given).
+            current: Not used.
+            forced: Must be None or empty.
+
+        Returns:
+            The given indices.
+        """
+        self._refuse_forced(forced, "its points are given")
+        self._check_range(len(candidates))
+        indices = self.indices.to(candidates.device)
+        return indices if size is None else indices[:size]
 
     def training_rows(self, train_X: Tensor) -> Tensor:
         r"""The inducing set as row numbers of ``train_X``, for a model.
@@ -534,7 +555,7 @@ def expected_size(p: Tensor, counts: Tensor | None = None) -> float:
         The expected number of distinct inputs kept.
     """
     c = torch.ones_like(p) if counts is None else counts.to(p)
-    return float(_inclusion(p, c, 1.0).sum())
+    return float(inclusion(p, c, 1.0).sum())
 
 
 __all__ = [

@@ -5,14 +5,19 @@ import sys
 
 import pytest
 import torch
-from botorch.models import SingleTaskGP
+from botorch.acquisition.multi_objective.logei import (
+    qLogNoisyExpectedHypervolumeImprovement,
+)
+from botorch.models import ModelListGP, SingleTaskGP
 from botorch.test_functions import Branin
+from botorch.test_functions.multi_objective import BraninCurrin
 
 pytest.importorskip("ax")
 
 import ax.generators.torch.botorch_modular.acquisition as ax_acquisition  # noqa: E402
 from ax.api.client import Client  # noqa: E402
 from ax.api.configs import RangeParameterConfig  # noqa: E402
+from ax.generators.torch.botorch_modular.utils import use_model_list  # noqa: E402
 
 from botorch_sketch.acquisition import (  # noqa: E402
     BKBUpperConfidenceBound,
@@ -237,3 +242,56 @@ def test_default_generation_strategy_uses_ax_default_model():
 def test_bad_arguments(kwargs, match):
     with pytest.raises(ValueError, match=match):
         sketch_generation_strategy(**kwargs)
+
+
+def test_multi_objective_client_fits_one_nystrom_gp_per_objective(optimize_calls):
+    # Ax 1.3.1 batches outcomes into one model only for subclasses of BoTorch's
+    # BatchedMultiOutputGPyTorchModel (ax's use_model_list); for NystromGP it
+    # builds a ModelListGP of one single-output NystromGP per objective, each
+    # with its own hyperparameters and inducing set, as a NystromGP of n x t
+    # data has them (MultiOutputNystromGP).
+    problem = BraninCurrin()
+    client = Client(random_seed=0)
+    client.configure_experiment(
+        parameters=[
+            RangeParameterConfig(name=f"x{i}", parameter_type="float", bounds=(0, 1))
+            for i in range(2)
+        ]
+    )
+    client.configure_optimization(objective="-branin, -currin")
+    gs = sketch_generation_strategy(num_initial=4, optimizer_options=FAST, seed=0)
+    client.set_generation_strategy(generation_strategy=gs)
+    observed = []
+    for _ in range(7):
+        for index, p in client.get_next_trials(max_trials=1).items():
+            x = torch.tensor([[p["x0"], p["x1"]]], dtype=torch.double)
+            y = problem(x)[0]
+            observed.append(y)
+            client.complete_trial(
+                trial_index=index,
+                raw_data={"branin": float(y[0]), "currin": float(y[1])},
+            )
+    statuses = {t.status.name for t in client._experiment.trials.values()}
+    assert statuses == {"COMPLETED"} and len(client._experiment.trials) == 7
+    assert "BoTorch" in client._generation_strategy.current_node_name
+    # Three BoTorch trials, each by qLogNEHVI on the NystromGP model list.
+    assert len(optimize_calls) == 3
+    acqf = optimize_calls[-1]["acq_function"]
+    assert type(acqf) is qLogNoisyExpectedHypervolumeImprovement
+    model = surrogate_model(client)
+    assert acqf.model is model
+    assert type(model) is ModelListGP
+    assert [type(m) for m in model.models] == [NystromGP, NystromGP]
+    assert all(m.train_X.shape[0] == 6 for m in model.models)  # before the last
+    # The two objectives got their own fits.
+    lengthscales = [m.covar_module.lengthscale for m in model.models]
+    assert not torch.allclose(*lengthscales)
+    # The path is Ax's choice for a non-batched class, not a fallback.
+    surrogate = client._generation_strategy.adapter.generator.surrogate
+    datasets = surrogate.training_data
+    digest = client._generation_strategy.adapter.generator.search_space_digest
+    configs = surrogate.surrogate_spec.model_configs
+    assert use_model_list(datasets, digest, model_configs=configs)
+    single_task = [type(configs[0])(botorch_model_class=SingleTaskGP)]
+    assert not use_model_list(datasets, digest, model_configs=single_task)
+    assert client.get_pareto_frontier()

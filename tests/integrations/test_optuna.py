@@ -232,7 +232,9 @@ _WORKER = textwrap.dedent(
     def objective(trial):
         x = trial.suggest_float("x", -3.0, 3.0)
         y = trial.suggest_float("y", -3.0, 3.0)
-        time.sleep(0.3)
+        # Longer than a suggestion, so that each process suggests while the
+        # other's trial runs.
+        time.sleep(1.0)
         return (x - 1.0) ** 2 + (y + 0.5) ** 2
 
     study = optuna.load_study(

@@ -358,7 +358,6 @@ def _row(i, like):
         (lambda X, Y: (X[:5], Y[:6]), BotorchTensorDimensionError, "rows"),
         (lambda X, Y: (X[:0], Y[:0]), InputDataError, "at least one"),
         (lambda X, Y: (X, Y.squeeze(-1)), BotorchTensorDimensionError, "n x 1"),
-        (lambda X, Y: (X, Y.expand(-1, 2)), UnsupportedError, "single output"),
         (
             lambda X, Y: (X.expand(2, -1, -1), Y.expand(2, -1, -1)),
             UnsupportedError,

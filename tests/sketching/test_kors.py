@@ -42,7 +42,7 @@ def test_leverage_matches_equation_41_densely(tkwargs):
             k_Zs = x.new_zeros(0)
         tau = rule.leverage(k_Zs.reshape(1, -1), K[-1, -1].reshape(1))
         assert torch.allclose(tau, expected.reshape(1), rtol=1e-10, atol=1e-13)
-        p = rule.probability(k_Zs.reshape(1, -1), K[-1, -1].reshape(1))
+        p = rule.probability(tau)
         assert torch.allclose(p, (3.0 * expected).clamp(max=1).reshape(1))
         rule.admit(k_Zs, K[-1, -1], probs[i])
     # The bordered inverse equals a direct one.
@@ -75,7 +75,8 @@ def test_draws_are_reproducible_and_validated(tkwargs):
     draws = []
     for _ in range(2):
         rule = KORS(mu=1.0, gamma=0.5, generator=torch.Generator().manual_seed(3))
-        draws.append([rule.consider(k_Zs, kss)[0] for _ in range(50)])
+        tau = rule.leverage(k_Zs.reshape(1, -1), kss.reshape(1))
+        draws.append([bool(rule.consider(tau)[0]) for _ in range(50)])
     assert draws[0] == draws[1]
     # p = 0.5 * 1.5 * 1 / 2 = 0.375: some coins up, some down.
     assert 5 < sum(draws[0]) < 35

@@ -6,6 +6,7 @@ from botorch.exceptions.errors import InputDataError
 from gpytorch.kernels import RBFKernel, ScaleKernel
 
 from botorch_sketch.sketching import (
+    Candidates,
     DTCPosterior,
     DTCStatistics,
     FixedSelector,
@@ -32,6 +33,10 @@ def _gen(seed):
     return torch.Generator().manual_seed(seed)
 
 
+def _pool(X, k, noise, counts=None):
+    return Candidates(X=X, kernel=k, noise=noise, counts=counts)
+
+
 def _exact_variance(k, X, noise):
     K = k(X).to_dense()
     return K.diagonal() - (K @ torch.linalg.solve(K + torch.diag(noise), K)).diagonal()
@@ -50,7 +55,9 @@ def test_bkb_sets_keep_variances_within_a_factor_three(seed, tkwargs):
     X = torch.rand(600, 1, generator=_gen(100 + seed), **tkwargs)
     noise = torch.full((600,), 0.01, **tkwargs)
     with torch.no_grad():
-        idx = RidgeLeverageSampler(qbar=10, generator=_gen(seed)).select(X, k, noise)
+        idx = RidgeLeverageSampler(qbar=10, generator=_gen(seed)).select(
+            _pool(X, k, noise)
+        )
         exact = _exact_variance(k, X, noise)
         ratio = _dtc_variance(k, X, noise, idx) / exact
     d_eff = float((exact / noise).sum())  # tr(K (K + lambda I)^-1)
@@ -65,11 +72,14 @@ def test_resampled_size_is_close_to_the_sum_of_probabilities(tkwargs):
     counts = torch.randint(1, 4, (400,), generator=_gen(1))
     sampler = RidgeLeverageSampler(qbar=2, generator=_gen(2))
     with torch.no_grad():
-        current = sampler.select(X, k, noise, counts)
-        p = sampler.inclusion_probabilities(X, k, noise, counts, current)
+        current = sampler.select(_pool(X, k, noise, counts))
+        p = sampler.inclusion_probabilities(_pool(X, k, noise, counts), current)
         keep = 1 - (1 - p).pow(counts)
         sizes = torch.tensor(
-            [sampler.resample(X, k, noise, counts, current).numel() for _ in range(40)],
+            [
+                sampler.resample(_pool(X, k, noise, counts), current).numel()
+                for _ in range(40)
+            ],
             dtype=torch.double,
         )
     mean, sd = expected_size(p, counts), math.sqrt(float((keep * (1 - keep)).sum()))
@@ -86,10 +96,10 @@ def test_repeated_observations_raise_inclusion(tkwargs):
     current = torch.arange(0, 100, 10)
     with torch.no_grad():
         once = expected_size(
-            sampler.inclusion_probabilities(X, k, noise, None, current)
+            sampler.inclusion_probabilities(_pool(X, k, noise), current)
         )
         counts = torch.full((100,), 5)
-        p = sampler.inclusion_probabilities(X, k, noise, counts, current)
+        p = sampler.inclusion_probabilities(_pool(X, k, noise, counts), current)
     assert expected_size(p, counts) > once
 
 
@@ -97,11 +107,11 @@ def test_sampler_is_deterministic_under_a_seed_and_never_empty(tkwargs):
     k = _kernel()
     X = torch.rand(200, 2, generator=_gen(0), **tkwargs)
     noise = torch.full((200,), 0.1, **tkwargs)
-    a = RidgeLeverageSampler(qbar=3, generator=_gen(7)).select(X, k, noise)
-    b = RidgeLeverageSampler(qbar=3, generator=_gen(7)).select(X, k, noise)
-    c = RidgeLeverageSampler(qbar=3, generator=_gen(8)).select(X, k, noise)
+    a = RidgeLeverageSampler(qbar=3, generator=_gen(7)).select(_pool(X, k, noise))
+    b = RidgeLeverageSampler(qbar=3, generator=_gen(7)).select(_pool(X, k, noise))
+    c = RidgeLeverageSampler(qbar=3, generator=_gen(8)).select(_pool(X, k, noise))
     assert torch.equal(a, b) and not torch.equal(a, c)
-    tiny = RidgeLeverageSampler(qbar=1e-9, generator=_gen(0)).select(X, k, noise)
+    tiny = RidgeLeverageSampler(qbar=1e-9, generator=_gen(0)).select(_pool(X, k, noise))
     assert tiny.numel() == 1
 
 
@@ -109,7 +119,7 @@ def test_large_qbar_keeps_every_point(tkwargs):
     k = _kernel()
     X = torch.rand(50, 2, generator=_gen(0), **tkwargs)
     noise = torch.full((50,), 0.01, **tkwargs)
-    idx = RidgeLeverageSampler(qbar=1e8, generator=_gen(0)).select(X, k, noise)
+    idx = RidgeLeverageSampler(qbar=1e8, generator=_gen(0)).select(_pool(X, k, noise))
     assert idx.numel() == 50
 
 
@@ -119,7 +129,7 @@ def test_cap_scales_qbar_and_warns(tkwargs):
     noise = torch.full((500,), 1e-3, **tkwargs)
     sampler = RidgeLeverageSampler(qbar=10, max_size=40, generator=_gen(1))
     with pytest.warns(InducingSetCapWarning):
-        idx = sampler.select(X, k, noise)
+        idx = sampler.select(_pool(X, k, noise))
     assert idx.numel() < 60
 
 
@@ -129,7 +139,7 @@ def test_greedy_variance_is_a_pivoted_cholesky(tkwargs):
     noise = torch.full((80,), 0.01, **tkwargs)
     with torch.no_grad():
         idx = GreedyVarianceSelector(num_inducing=10, tolerance=None).select(
-            X, k, noise
+            _pool(X, k, noise)
         )
         assert idx.numel() == 10 and idx.unique().numel() == 10
         # Each pick maximises the residual variance given the earlier picks.
@@ -138,7 +148,7 @@ def test_greedy_variance_is_a_pivoted_cholesky(tkwargs):
             assert residual[idx[j]] >= residual.max() - 1e-9
         # With a tolerance it stops once every leverage is small.
         short = GreedyVarianceSelector(num_inducing=80, tolerance=1e-2).select(
-            X, k, noise
+            _pool(X, k, noise)
         )
         residual = NystromEmbedding(k, X[short]).residual_variance(X)
     assert short.numel() < 80
@@ -149,15 +159,15 @@ def test_uniform_and_fixed_rules(tkwargs):
     k = _kernel()
     X = torch.rand(30, 2, **tkwargs)
     noise = torch.full((30,), 0.1, **tkwargs)
-    a = UniformSelector(8, generator=_gen(3)).select(X, k, noise)
-    b = UniformSelector(8, generator=_gen(3)).select(X, k, noise)
+    a = UniformSelector(8, generator=_gen(3)).select(_pool(X, k, noise))
+    b = UniformSelector(8, generator=_gen(3)).select(_pool(X, k, noise))
     assert torch.equal(a, b) and a.unique().numel() == 8
-    assert UniformSelector(100).select(X, k, noise).numel() == 30
+    assert UniformSelector(100).select(_pool(X, k, noise)).numel() == 30
     # The given order is kept: rules list their picks most important first.
-    fixed = FixedSelector(torch.tensor([3, 1])).select(X, k, noise)
+    fixed = FixedSelector(torch.tensor([3, 1])).select(_pool(X, k, noise))
     assert fixed.tolist() == [3, 1]
     with pytest.raises(InputDataError, match=r"\[0, 30\).*\[30\]"):
-        FixedSelector(torch.tensor([30])).select(X, k, noise)
+        FixedSelector(torch.tensor([30])).select(_pool(X, k, noise))
 
 
 @pytest.mark.parametrize(

@@ -6,6 +6,7 @@ from botorch.exceptions.errors import InputDataError
 from gpytorch.kernels import MaternKernel
 
 from botorch_sketch.sketching.kernels import kernel_matrix
+from botorch_sketch.sketching.rule import Candidates
 from botorch_sketch.sketching.selection import GreedyVarianceSelector
 from botorch_sketch.sketching.subset import (
     GradientDiversitySubset,
@@ -39,7 +40,9 @@ RULES = [
 def test_subset_has_the_forced_points_first_and_the_right_size(make_rule, size):
     X, G, kernel = _inputs()
     forced = torch.tensor([0, 1, 2, 59])
-    index = make_rule(0).select(60, size, forced, gradients=G, X=X, kernel=kernel)
+    index = make_rule(0).select(
+        Candidates(X=X, kernel=kernel, gradients=G), size, forced=forced
+    )
     assert index.shape == (size,)
     assert index.unique().numel() == size
     assert torch.equal(index[:4], forced)
@@ -50,8 +53,12 @@ def test_subset_has_the_forced_points_first_and_the_right_size(make_rule, size):
 def test_selection_is_deterministic_under_a_seed(make_rule):
     X, G, kernel = _inputs()
     forced = torch.arange(3)
-    a = make_rule(5).select(60, 20, forced, gradients=G, X=X, kernel=kernel)
-    b = make_rule(5).select(60, 20, forced, gradients=G, X=X, kernel=kernel)
+    a = make_rule(5).select(
+        Candidates(X=X, kernel=kernel, gradients=G), 20, forced=forced
+    )
+    b = make_rule(5).select(
+        Candidates(X=X, kernel=kernel, gradients=G), 20, forced=forced
+    )
     assert torch.equal(a, b)
 
 
@@ -59,8 +66,8 @@ def test_random_and_perturbed_rules_change_with_the_seed():
     X, G, kernel = _inputs()
     forced = torch.arange(3)
     for rule in (RandomSubset, GradientDiversitySubset):
-        a = rule(generator=_gen(1)).select(60, 20, forced, gradients=G)
-        b = rule(generator=_gen(2)).select(60, 20, forced, gradients=G)
+        a = rule(generator=_gen(1)).select(Candidates(gradients=G), 20, forced=forced)
+        b = rule(generator=_gen(2)).select(Candidates(gradients=G), 20, forced=forced)
         assert set(a.tolist()) != set(b.tolist())
 
 
@@ -69,7 +76,9 @@ def test_greedy_step_is_the_argmin_of_the_summed_cosines():
     # similarity to the points chosen before it (an explicit N x N check).
     _, G, _ = _inputs(n=30, p=4, seed=3)
     forced = torch.tensor([4, 17])
-    index = GradientDiversitySubset(noise_std=0.0).select(30, 12, forced, gradients=G)
+    index = GradientDiversitySubset(noise_std=0.0).select(
+        Candidates(gradients=G), 12, forced=forced
+    )
     U = G / G.norm(dim=-1, keepdim=True)
     cos = U @ U.T
     for k in range(2, 12):
@@ -86,7 +95,9 @@ def test_greedy_ranks_near_the_exhaustive_optimum():
     # is in the best tenth of all 120 admissible subsets.
     _, G, _ = _inputs(n=12, p=3, seed=11)
     forced = torch.tensor([0, 11])
-    index = GradientDiversitySubset(noise_std=0.0).select(12, 5, forced, gradients=G)
+    index = GradientDiversitySubset(noise_std=0.0).select(
+        Candidates(gradients=G), 5, forced=forced
+    )
     U = G / G.norm(dim=-1, keepdim=True)
 
     def objective(idx):
@@ -101,16 +112,20 @@ def test_scalar_gradients_only_balance_signs():
     # The paper's literal scalar gradient: cosines are signs, so the greedy
     # subset alternates signs. This is the degeneracy the default avoids.
     g = torch.randn(100, 1, generator=_gen(0), dtype=torch.double)
-    index = GradientDiversitySubset(noise_std=0.0).select(100, 30, torch.arange(0), g)
+    index = GradientDiversitySubset(noise_std=0.0).select(
+        Candidates(gradients=g), 30, forced=torch.arange(0)
+    )
     assert abs(int(g[index].sign().sum())) <= 1
 
 
 def test_greedy_variance_matches_the_inducing_rule_without_forced_points():
     X, _, kernel = _inputs()
-    ours = GreedyVarianceSubset().select(60, 15, torch.arange(0), X=X, kernel=kernel)
+    ours = GreedyVarianceSubset().select(
+        Candidates(X=X, kernel=kernel), 15, forced=torch.arange(0)
+    )
     noise = torch.ones(60, dtype=torch.double)
     theirs = GreedyVarianceSelector(num_inducing=15, tolerance=None).select(
-        X, kernel, noise
+        Candidates(X=X, kernel=kernel, noise=noise)
     )
     assert torch.equal(ours, theirs)
 
@@ -119,7 +134,9 @@ def test_greedy_variance_prefers_points_far_from_the_forced_ones():
     X, _, kernel = _inputs(n=80)
     kernel.requires_grad_(False)
     forced = torch.arange(5)
-    index = GreedyVarianceSubset().select(80, 10, forced, X=X, kernel=kernel)
+    index = GreedyVarianceSubset().select(
+        Candidates(X=X, kernel=kernel), 10, forced=forced
+    )
     K = kernel_matrix(kernel, X[index[5:6]], X[forced])
     # The first free pick is the point least explained by the forced ones: its
     # largest correlation with them is at most that of any other point.
@@ -131,14 +148,16 @@ def test_bad_requests_name_the_problem():
     X, G, kernel = _inputs()
     rule = GradientDiversitySubset()
     with pytest.raises(InputDataError, match="do not fit"):
-        rule.select(60, 2, torch.arange(3), gradients=G)
+        rule.select(Candidates(gradients=G), 2, forced=torch.arange(3))
     with pytest.raises(InputDataError, match="not in"):
-        rule.select(60, 61, torch.arange(3), gradients=G)
+        rule.select(Candidates(gradients=G), 61, forced=torch.arange(3))
     with pytest.raises(InputDataError, match="gradients"):
-        rule.select(60, 10, torch.arange(3))
+        rule.select(Candidates(num_points=60), 10, forced=torch.arange(3))
     with pytest.raises(InputDataError, match="distinct"):
-        rule.select(60, 10, torch.tensor([1, 1]), gradients=G)
+        rule.select(Candidates(gradients=G), 10, forced=torch.tensor([1, 1]))
     with pytest.raises(InputDataError, match="kernel"):
-        GreedyVarianceSubset().select(60, 10, torch.arange(3))
-    with pytest.raises(ValueError, match="noise_std"):
+        GreedyVarianceSubset().select(
+            Candidates(num_points=60), 10, forced=torch.arange(3)
+        )
+    with pytest.raises(InputDataError, match="noise_std"):
         GradientDiversitySubset(noise_std=-1.0)

@@ -1,0 +1,675 @@
+#!/usr/bin/env python3
+r"""``NystromGP`` of several outcomes: one DTC sketch per outcome.
+
+``NystromGP(train_X, train_Y)`` with a ``n x t`` ``train_Y`` (``t > 1``) builds a
+:class:`MultiOutputNystromGP`, the sparse counterpart of a ``SingleTaskGP`` of
+``t`` outputs: independent outcomes, each with its own kernel, mean, noise level
+and inducing set, and a posterior that is a ``MultitaskMultivariateNormal`` over
+``batch_shape x q x t``. It holds one single-output :class:`NystromGP` per outcome
+(:attr:`~MultiOutputNystromGP.outcome_models`), fitted on that outcome's column
+of the outcome-transformed data, so every outcome's fit, inducing rule, exact
+regime and conditioning are those of the single-output model; the outcome
+transform (``Standardize(m=t)`` by default) acts on all ``t`` columns, as in
+``SingleTaskGP``.
+
+Inducing sets are per outcome, not shared. With per-outcome hyperparameters the
+Nystrom embedding (``K_SS`` and its ``O(m^3)`` factorisation), the ``O(n m^2)``
+statistics and the weight posterior are per outcome whichever set is used, so a
+shared set would save only the rule's own pass, and would give every outcome a
+set sized for the union of the outcomes' needs (a larger ``m`` for all). Per
+outcome, each set follows that outcome's posterior variance at its own fitted
+lengthscales and noise, as BKB's rule prescribes.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import torch
+from botorch.exceptions.errors import BotorchTensorDimensionError, UnsupportedError
+from botorch.models.transforms.input import InputTransform
+from botorch.models.transforms.outcome import OutcomeTransform, Standardize
+from botorch.posteriors.gpytorch import GPyTorchPosterior
+from botorch.posteriors.transformed import TransformedPosterior
+from botorch.sampling.base import MCSampler
+from botorch.utils.types import DEFAULT, _DefaultType
+from gpytorch.distributions import MultitaskMultivariateNormal
+from gpytorch.kernels import Kernel
+from gpytorch.likelihoods import FixedNoiseGaussianLikelihood
+from gpytorch.likelihoods.gaussian_likelihood import _GaussianLikelihoodBase
+from gpytorch.likelihoods.likelihood import Likelihood
+from gpytorch.likelihoods.noise_models import Noise
+from gpytorch.means import Mean
+from gpytorch.mlls import ExactMarginalLogLikelihood, MarginalLogLikelihood
+from torch import Tensor
+from torch.nn import ModuleList
+
+from botorch_sketch.models.nystrom_gp import NystromGP
+from botorch_sketch.models.validation import check_training_data, floor_fixed_noise
+from botorch_sketch.sketching.selection import InducingSelector
+
+_PER_OUTCOME = (
+    "a multi-output NystromGP has one inducing set per outcome; use "
+    "model.outcome_models[j] (or model.subset_output([j]))"
+)
+
+
+class _OutcomeNoise(Noise):
+    r"""The outcomes' noise levels, read from their likelihoods (no parameters)."""
+
+    def __init__(self, likelihoods: list[Likelihood]) -> None:
+        r"""Keep the outcomes' likelihoods, unregistered (the models own them).
+
+        Args:
+            likelihoods: One likelihood per outcome.
+        """
+        super().__init__()
+        self._likelihoods = tuple(likelihoods)
+
+    @property
+    def noise(self) -> Tensor:
+        r"""``t x 1`` (``t x n`` for fixed noise), as a batched ``SingleTaskGP``."""
+        return torch.stack([lik.noise for lik in self._likelihoods])
+
+    def forward(self, *params: Any, **kwargs: Any) -> Tensor:
+        r"""Not supported: the outcomes' likelihoods act one by one."""
+        raise UnsupportedError(
+            "The likelihood of a multi-output NystromGP only exposes the outcomes' "
+            "noise levels; use model.outcome_models[j].likelihood."
+        )
+
+
+class OutcomeLikelihoods(_GaussianLikelihoodBase):
+    r"""The Gaussian likelihoods of the outcomes of a multi-output ``NystromGP``.
+
+    It makes ``ExactMarginalLogLikelihood(model.likelihood, model)`` (what
+    ``fit_gpytorch_mll`` and Ax build) accept the model, and ``noise`` reads the
+    outcomes' noise levels. The likelihoods themselves belong to the outcomes'
+    models, so the state dict holds them once.
+    """
+
+    def __init__(self, likelihoods: list[Likelihood]) -> None:
+        r"""Collect the outcomes' likelihoods.
+
+        Args:
+            likelihoods: One ``GaussianLikelihood`` or
+                ``FixedNoiseGaussianLikelihood`` per outcome.
+        """
+        super().__init__(noise_covar=_OutcomeNoise(likelihoods))
+
+    @property
+    def likelihoods(self) -> tuple[Likelihood, ...]:
+        r"""The outcomes' likelihoods."""
+        return self.noise_covar._likelihoods
+
+    @property
+    def noise(self) -> Tensor:
+        r"""The outcomes' noise variances, ``t x 1`` (``t x n`` for fixed noise)."""
+        return self.noise_covar.noise
+
+
+def check_multi_output_data(
+    model_name: str, train_X: Tensor, train_Y: Tensor, train_Yvar: Tensor | None
+) -> None:
+    r"""Validate ``n x d`` inputs with ``n x t`` observations (and noise).
+
+    Args:
+        model_name: The class name, for messages.
+        train_X: Expected ``n x d``.
+        train_Y: Expected ``n x t``.
+        train_Yvar: Expected None or ``n x t``, non-negative.
+
+    Raises:
+        BotorchTensorDimensionError: for mismatched shapes.
+        InputDataError: for empty, NaN, infinite or negative-variance data.
+    """
+    if train_Yvar is not None and (
+        not isinstance(train_Yvar, Tensor) or train_Yvar.shape != train_Y.shape
+    ):
+        shape = tuple(train_Yvar.shape) if isinstance(train_Yvar, Tensor) else None
+        raise BotorchTensorDimensionError(
+            f"train_Yvar must have the shape of train_Y, {tuple(train_Y.shape)}; "
+            f"got {shape}."
+        )
+    for j in range(train_Y.shape[-1]):
+        check_training_data(
+            model_name,
+            train_X,
+            train_Y[:, j : j + 1],
+            None if train_Yvar is None else train_Yvar[:, j : j + 1],
+        )
+
+
+class MultiOutputNystromGP(NystromGP):
+    r"""A ``NystromGP`` of ``t > 1`` independent outcomes, one sketch per outcome.
+
+    Built by ``NystromGP(train_X, train_Y)`` for a ``n x t`` ``train_Y``; see the
+    module docstring for the design (per-outcome inducing sets, and why). It
+    behaves as a ``SingleTaskGP`` of ``t`` outputs: ``num_outputs == t``,
+    posteriors over ``batch_shape x q x t`` (``output_indices``,
+    ``observation_noise`` and ``posterior_transform`` as there),
+    ``fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))``,
+    ``fantasize``, ``condition_on_observations`` and ``subset_output``. The
+    outcome ``j`` of the model is the single-output ``NystromGP`` on column ``j``
+    of the outcome-transformed data (:attr:`outcome_models`), so its fit,
+    posterior and inducing set are exactly those of that model.
+
+    Options such as ``fit_rounds`` or ``exact_fit_size`` are read from each
+    outcome's model (``model.outcome_models[j].fit_rounds = 3``). Statistics of
+    data held elsewhere (``set_data_statistics``) and pathwise sampling are
+    single-output features: take ``subset_output([j])`` for them.
+
+    Example:
+        >>> model = NystromGP(train_X, torch.cat([y1, y2], dim=-1))  # n x 2
+        >>> fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))
+        >>> model.posterior(X).mean.shape  # q x 2
+    """
+
+    def __init__(
+        self,
+        train_X: Tensor,
+        train_Y: Tensor,
+        train_Yvar: Tensor | None = None,
+        inducing: InducingSelector | Tensor | None = None,
+        covar_module: Kernel | None = None,
+        mean_module: Mean | None = None,
+        likelihood: Likelihood | None = None,
+        outcome_transform: OutcomeTransform | _DefaultType | None = DEFAULT,
+        input_transform: InputTransform | None = None,
+        fit_subset_size: int | None = None,
+    ) -> None:
+        r"""Build one single-output model per outcome.
+
+        Args:
+            train_X: A ``n x d`` tensor of training inputs.
+            train_Y: A ``n x t`` tensor of training observations.
+            train_Yvar: An optional ``n x t`` tensor of observed noise variances.
+            inducing: As for ``NystromGP``; a selector is copied per outcome, and
+                fixed inducing inputs are shared.
+            covar_module: An unbatched kernel, copied per outcome (each outcome
+                fits its own copy); defaults as in ``NystromGP``.
+            mean_module: An unbatched mean, copied per outcome.
+            likelihood: A likelihood without batch dimensions, copied per outcome.
+            outcome_transform: An outcome transform of the ``t`` outcomes,
+                defaulting to ``Standardize(m=t)``; None for no transform.
+            input_transform: An input transform, shared by the outcomes.
+            fit_subset_size: Sets ``fit_subset_size`` for every outcome's model.
+        """
+        name = type(self).__name__
+        check_multi_output_data(name, train_X, train_Y, train_Yvar)
+        t = train_Y.shape[-1]
+        with torch.no_grad():
+            transformed_X = self.transform_inputs(
+                X=train_X, input_transform=input_transform
+            )
+        self._validate_tensor_args(X=transformed_X, Y=train_Y, Yvar=train_Yvar)
+        if outcome_transform == DEFAULT:
+            outcome_transform = Standardize(m=t)
+        Y_tf, Yvar_tf = train_Y, train_Yvar
+        if outcome_transform is not None:
+            outcome_transform.train()
+            Y_tf, Yvar_tf = outcome_transform(train_Y, train_Yvar, X=transformed_X)
+            outcome_transform.eval()
+        # NystromGP's own constructor is for one outcome: start the modules here.
+        super(NystromGP, self).__init__()
+        self._num_outputs = t
+        models = [
+            NystromGP(
+                train_X,
+                Y_tf[:, j : j + 1].detach(),
+                train_Yvar=None if Yvar_tf is None else Yvar_tf[:, j : j + 1].detach(),
+                inducing=inducing if isinstance(inducing, Tensor) else _copy(inducing),
+                covar_module=_copy(covar_module),
+                mean_module=_copy(mean_module),
+                likelihood=_copy(likelihood),
+                outcome_transform=None,
+                input_transform=input_transform,
+                fit_subset_size=fit_subset_size,
+            )
+            for j in range(t)
+        ]
+        self.outcome_models = ModuleList(models)
+        self.likelihood = OutcomeLikelihoods([m.likelihood for m in models])
+        if outcome_transform is not None:
+            self.outcome_transform = outcome_transform
+        if input_transform is not None:
+            self.input_transform = input_transform
+        # Raw data, as the single-output model keeps them; the outcomes' models
+        # hold their (outcome-transformed) columns.
+        self.train_X = train_X
+        self.train_Y = train_Y
+        self.train_Yvar = train_Yvar
+        self.to(train_X)
+
+    # ------------------------------------------------------------ properties
+
+    @property
+    def batch_shape(self) -> torch.Size:
+        r"""Empty, except for fantasy models (the fantasy batch shape)."""
+        return torch.broadcast_shapes(*(m.batch_shape for m in self.outcome_models))
+
+    @property
+    def train_targets(self) -> Tensor:
+        r"""The ``t x n`` outcome-transformed training targets."""
+        return torch.stack([m.train_targets for m in self.outcome_models])
+
+    @property
+    def is_exact(self) -> bool:
+        r"""Whether every outcome's model is the exact GP."""
+        return all(m.is_exact for m in self.outcome_models)
+
+    @property
+    def inducing_index(self) -> Tensor | None:
+        r"""Not defined: each outcome has its own inducing set."""
+        raise UnsupportedError(f"inducing_index: {_PER_OUTCOME}.")
+
+    @property
+    def inducing_points(self) -> Tensor:
+        r"""Not defined: each outcome has its own inducing set."""
+        raise UnsupportedError(f"inducing_points: {_PER_OUTCOME}.")
+
+    @property
+    def inducing_rule(self) -> InducingSelector | None:
+        r"""Not defined: each outcome has its own inducing rule."""
+        raise UnsupportedError(f"inducing_rule: {_PER_OUTCOME}.")
+
+    def add_inducing_points(self, rows: Tensor) -> None:
+        r"""Not supported: each outcome has its own inducing set.
+
+        Args:
+            rows: Unused.
+        """
+        raise UnsupportedError(f"add_inducing_points: {_PER_OUTCOME}.")
+
+    def select_inducing_points(self, max_size: int | None = None) -> None:
+        r"""Run every outcome's inducing rule at its current hyperparameters.
+
+        Args:
+            max_size: As for ``NystromGP.select_inducing_points``.
+        """
+        for model in self.outcome_models:
+            model.select_inducing_points(max_size=max_size)
+
+    def log_marginal_likelihood(self) -> Tensor:
+        r"""Every outcome's fitting objective (see ``NystromGP``).
+
+        Returns:
+            A ``batch_shape x t`` tensor.
+        """
+        values = [m.log_marginal_likelihood() for m in self.outcome_models]
+        return torch.stack(torch.broadcast_tensors(*values), dim=-1)
+
+    def effective_dimension(self) -> Tensor:
+        r"""Every outcome's effective dimension (see ``NystromGP``).
+
+        Returns:
+            A ``t`` tensor.
+        """
+        return torch.stack([m.effective_dimension() for m in self.outcome_models])
+
+    def observation_statistics(
+        self, X: Tensor, Y: Tensor, chunk_size: int | None = None
+    ) -> Any:
+        r"""Not supported for several outcomes (statistics are per embedding).
+
+        Args:
+            X: Unused.
+            Y: Unused.
+            chunk_size: Unused.
+        """
+        raise UnsupportedError(
+            "observation_statistics and set_data_statistics support one outcome; "
+            "use model.subset_output([j]) for outcome j."
+        )
+
+    def set_data_statistics(self, statistics: Any, rows_included: int | None = None):
+        r"""Not supported for several outcomes (statistics are per embedding).
+
+        Args:
+            statistics: Unused.
+            rows_included: Unused.
+        """
+        self.observation_statistics(None, None)
+
+    # ------------------------------------------------------------------ fit
+
+    def compute_custom_loss(
+        self, mll: MarginalLogLikelihood | None = None, **kwargs: Any
+    ) -> Tensor:
+        r"""The sum over outcomes of their losses (as a batched ``SingleTaskGP``).
+
+        Args:
+            mll: Unused beyond the interface.
+            kwargs: Ignored.
+
+        Returns:
+            A scalar loss.
+        """
+        return sum(m.compute_custom_loss() for m in self.outcome_models)
+
+    def custom_fit(
+        self,
+        mll: MarginalLogLikelihood,
+        closure: Callable | None = None,
+        closure_kwargs: dict[str, Any] | None = None,
+        optimizer_kwargs: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> MarginalLogLikelihood:
+        r"""Fit every outcome's model as ``fit_gpytorch_mll`` fits a ``NystromGP``.
+
+        The outcomes share no hyperparameter, so their fits are independent.
+
+        Args:
+            mll: The marginal log likelihood whose model is ``self``.
+            closure: Not supported (each outcome builds its own).
+            closure_kwargs: Passed to every outcome's fit.
+            optimizer_kwargs: Passed to every outcome's fit.
+            kwargs: Passed to every outcome's fit.
+
+        Returns:
+            ``mll``, in eval mode if every outcome's fit succeeded.
+        """
+        if len(self.batch_shape) > 0:
+            raise UnsupportedError("A fantasy model cannot be refitted.")
+        if closure is not None:
+            raise UnsupportedError(
+                "A multi-output NystromGP fits each outcome with its own closure; "
+                "pass closure=None."
+            )
+        fitted = [
+            model.custom_fit(
+                ExactMarginalLogLikelihood(model.likelihood, model),
+                closure_kwargs=closure_kwargs,
+                optimizer_kwargs=optimizer_kwargs,
+                **kwargs,
+            )
+            for model in self.outcome_models
+        ]
+        return mll.train(any(sub.training for sub in fitted))
+
+    # ------------------------------------------------------------- posterior
+
+    def _output_indices(self, output_indices: list[int] | None) -> list[int]:
+        t = self.num_outputs
+        if output_indices is None:
+            return list(range(t))
+        indices = [int(i) for i in output_indices]
+        if not indices or any(not -t <= i < t for i in indices):
+            raise UnsupportedError(
+                f"output_indices must be a non-empty list of outputs of this "
+                f"{t}-output model; got {output_indices}."
+            )
+        return [i % t for i in indices]
+
+    def _outcome_transform_of(self, indices: list[int]) -> OutcomeTransform | None:
+        if not hasattr(self, "outcome_transform"):
+            return None
+        if indices == list(range(self.num_outputs)):
+            return self.outcome_transform
+        return self.outcome_transform.subset_output(indices)
+
+    def posterior(
+        self,
+        X: Tensor,
+        output_indices: list[int] | None = None,
+        observation_noise: bool | Tensor = False,
+        posterior_transform: Callable | None = None,
+        **kwargs: Any,
+    ) -> GPyTorchPosterior | TransformedPosterior:
+        r"""The outcomes' DTC posteriors at ``X``, independent across outcomes.
+
+        Args:
+            X: A ``batch_shape x q x d`` tensor of inputs.
+            output_indices: The outcomes to include (all by default).
+            observation_noise: If True, add each outcome's noise (as
+                ``NystromGP``); if a ``batch_shape x q x t`` tensor, add it
+                (outcome-transformed units).
+            posterior_transform: An optional ``PosteriorTransform``.
+            kwargs: Ignored.
+
+        Returns:
+            A ``GPyTorchPosterior`` whose distribution is a
+            ``MultitaskMultivariateNormal`` over ``broadcast(batch_shape,
+            model.batch_shape) x q x t'`` (``t'`` the number of outcomes included),
+            block-diagonal across outcomes; for one outcome, that outcome's
+            ``MultivariateNormal`` (``... x q x 1``).
+        """
+        self.eval()
+        indices = self._output_indices(output_indices)
+        if isinstance(observation_noise, Tensor):
+            if observation_noise.shape[-1] != self.num_outputs:
+                raise BotorchTensorDimensionError(
+                    "observation_noise must have shape batch_shape x q x "
+                    f"{self.num_outputs}; got {tuple(observation_noise.shape)}."
+                )
+        mvns = []
+        for j in indices:
+            noise = observation_noise
+            if isinstance(noise, Tensor):
+                noise = noise[..., j : j + 1]
+            mvns.append(
+                self.outcome_models[j]
+                .posterior(X, observation_noise=noise)
+                .distribution
+            )
+        if len(mvns) == 1:
+            # One outcome: its own posterior, ``... x q x 1`` (``SingleTaskGP``
+            # raises here: gpytorch needs two to form a multitask normal).
+            distribution = mvns[0]
+        else:
+            shape = torch.broadcast_shapes(*(mvn.batch_shape for mvn in mvns))
+            distribution = MultitaskMultivariateNormal.from_independent_mvns(
+                [mvn.expand(shape) if mvn.batch_shape != shape else mvn for mvn in mvns]
+            )
+        posterior = GPyTorchPosterior(distribution=distribution)
+        transform = self._outcome_transform_of(indices)
+        if transform is not None:
+            posterior = transform.untransform_posterior(
+                posterior, X=self.transform_inputs(X)
+            )
+        if posterior_transform is not None:
+            return posterior_transform(posterior)
+        return posterior
+
+    def fantasize(
+        self,
+        X: Tensor,
+        sampler: MCSampler,
+        observation_noise: Tensor | None = None,
+        **kwargs: Any,
+    ) -> MultiOutputNystromGP:
+        r"""A fantasy model, as ``SingleTaskGP.fantasize``.
+
+        With fixed noise and no ``observation_noise``, each outcome's fantasies
+        take the mean of its training noise, as BoTorch does for one outcome.
+
+        Args:
+            X: A ``batch_shape x n' x d`` tensor of inputs.
+            sampler: The sampler of the fantasised observations.
+            observation_noise: An optional ``batch_shape x n' x t`` tensor of noise
+                variances (outcome-transformed units).
+            kwargs: Passed to ``FantasizeMixin.fantasize``.
+
+        Returns:
+            The fantasy model, of batch shape ``sample_shape x batch_shape``.
+        """
+        if observation_noise is None and self.train_Yvar is not None:
+            # ``t x n`` -> ``1 x t``: the mean training noise of each outcome.
+            observation_noise = self.likelihood.noise.mean(-1).unsqueeze(0)
+        return super().fantasize(
+            X, sampler, observation_noise=observation_noise, **kwargs
+        )
+
+    def condition_on_observations(
+        self, X: Tensor, Y: Tensor, noise: Tensor | None = None, **kwargs: Any
+    ) -> MultiOutputNystromGP:
+        r"""The model conditioned on more observations of every outcome.
+
+        Each outcome's model is conditioned on its column, inducing sets fixed (see
+        ``NystromGP.condition_on_observations``).
+
+        Args:
+            X: A ``batch_shape x n' x d`` tensor of inputs.
+            Y: A ``batch_shape' x n' x t`` tensor of observations.
+            noise: Noise variances shaped like ``Y`` (outcome-transformed units);
+                required for fixed-noise models.
+            kwargs: Ignored.
+
+        Returns:
+            A new ``MultiOutputNystromGP``; with batch dimensions (fantasies) a
+            batched model that cannot be refitted.
+        """
+        t = self.num_outputs
+        if Y.dim() < 2 or Y.shape[-1] != t:
+            raise UnsupportedError(
+                f"Y must have shape batch_shape x n' x {t}, got {tuple(Y.shape)}."
+            )
+        if noise is not None and noise.shape[-1] != t:
+            raise UnsupportedError(
+                f"noise must have the shape of Y, got {tuple(noise.shape)}."
+            )
+        self.eval()
+        Y_tf = Y
+        if hasattr(self, "outcome_transform"):
+            Y_tf, _ = self.outcome_transform(Y, None, X=self.transform_inputs(X))
+        models = [
+            model.condition_on_observations(
+                X,
+                Y_tf[..., j : j + 1],
+                noise=None if noise is None else noise[..., j : j + 1],
+            )
+            for j, model in enumerate(self.outcome_models)
+        ]
+        new = self._copy_without_outcome_models()
+        new._set_outcome_models(models)
+        if len(new.batch_shape) == 0:
+            new._append_raw_data(X, Y, noise)
+        return new
+
+    def _copy_without_outcome_models(self) -> MultiOutputNystromGP:
+        # The outcomes' models are replaced by the caller; copying them (and the
+        # n-sized data) would be wasted.
+        memo = {id(m): m for m in self.outcome_models.modules()}
+        memo.update(
+            {
+                id(t): t
+                for t in (self.train_X, self.train_Y, self.train_Yvar)
+                if t is not None
+            }
+        )
+        return copy.deepcopy(self, memo)
+
+    def _set_outcome_models(self, models: list[NystromGP]) -> None:
+        # New outcome models (of a copy): their likelihoods and input transform
+        # become this model's.
+        self.outcome_models = ModuleList(models)
+        self.likelihood = OutcomeLikelihoods([m.likelihood for m in models])
+        if hasattr(self, "input_transform"):
+            self.input_transform = models[0].input_transform
+
+    def _append_raw_data(self, X: Tensor, Y: Tensor, noise: Tensor | None) -> None:
+        if self.train_Yvar is not None:
+            Yvar = floor_fixed_noise(noise)
+            if hasattr(self, "outcome_transform"):
+                # The data keep raw noise variances; ``noise`` is transformed.
+                _, Yvar = self.outcome_transform.untransform(torch.zeros_like(Y), Yvar)
+            self.train_Yvar = torch.cat([self.train_Yvar, Yvar], dim=-2)
+        self.train_X = torch.cat([self.train_X, X], dim=-2)
+        self.train_Y = torch.cat([self.train_Y, Y], dim=-2)
+
+    def subset_output(self, idcs: list[int]) -> NystromGP:
+        r"""The model of some of the outcomes.
+
+        Args:
+            idcs: The outcomes to keep.
+
+        Returns:
+            A ``NystromGP`` of those outcomes (single-output for one index, on the
+            raw column with the subset outcome transform), sharing nothing with
+            this model.
+        """
+        indices = self._output_indices(idcs)
+        transform = self._outcome_transform_of(indices)
+        Yvar = None if self.train_Yvar is None else self.train_Yvar[..., indices]
+        if len(indices) == 1:
+            new = copy.deepcopy(self.outcome_models[indices[0]])
+            # Raw data with the outcome's transform: the same targets.
+            new.train_Y = self.train_Y[..., indices]
+            new.train_Yvar = Yvar
+            if transform is not None:
+                new.outcome_transform = copy.deepcopy(transform)
+            new._cache = None
+            return new
+        new = self._copy_without_outcome_models()
+        new._set_outcome_models(
+            [copy.deepcopy(self.outcome_models[j]) for j in indices]
+        )
+        new._num_outputs = len(indices)
+        new.train_Y = self.train_Y[..., indices]
+        new.train_Yvar = Yvar
+        if transform is not None:
+            new.outcome_transform = copy.deepcopy(transform)
+        return new
+
+    # -------------------------------------------------------- module plumbing
+
+    def _apply(self, fn: Callable[[Tensor], Tensor], *args: Any, **kwargs: Any):
+        # The outcomes' models move their own data; this moves the raw data.
+        super(NystromGP, self)._apply(fn, *args, **kwargs)
+        for name in ("train_X", "train_Y", "train_Yvar"):
+            value = getattr(self, name, None)
+            if value is not None:
+                setattr(self, name, fn(value))
+        return self
+
+    def load_state_dict(
+        self,
+        state_dict: Mapping[str, Any],
+        strict: bool = True,
+        keep_transforms: bool = True,
+        assign: bool = False,
+    ) -> None:
+        r"""Load hyperparameters and transforms; the outcomes' targets follow.
+
+        As for ``NystromGP``: the state holds no data, the outcomes' targets are
+        re-derived with the loaded outcome transform, and their inducing rules
+        re-run at the loaded hyperparameters.
+
+        Args:
+            state_dict: The state, e.g. from ``other_model.state_dict()``.
+            strict: Whether the keys must match exactly.
+            keep_transforms: Accepted for compatibility with ``GPyTorchModel``.
+            assign: Passed to ``torch.nn.Module.load_state_dict``.
+        """
+        torch.nn.Module.load_state_dict(self, state_dict, strict=strict, assign=assign)
+        if hasattr(self, "input_transform"):
+            self.input_transform.eval()
+        Y, Yvar = self.train_Y, self.train_Yvar
+        if hasattr(self, "outcome_transform"):
+            self.outcome_transform.eval()
+            with torch.no_grad():
+                Y, Yvar = self.outcome_transform(
+                    Y, Yvar, X=self._transform_like_training(self.train_X)
+                )
+        for j, model in enumerate(self.outcome_models):
+            model.train_Y = Y[..., j : j + 1]
+            if Yvar is not None:
+                model.train_Yvar = Yvar[..., j : j + 1]
+            model._retransform_targets()
+            if model._rule is not None and model._rule.depends_on_hyperparameters:
+                model.select_inducing_points()
+            model._cache = None
+
+
+def _copy(value: Any) -> Any:
+    # A user's module or selector, one copy per outcome (None stays None).
+    if value is None:
+        return None
+    if isinstance(value, FixedNoiseGaussianLikelihood):
+        raise UnsupportedError(
+            "Pass train_Yvar (n x t) for fixed noise; a FixedNoiseGaussianLikelihood "
+            "cannot be shared by several outcomes."
+        )
+    return copy.deepcopy(value)

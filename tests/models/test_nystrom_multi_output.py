@@ -1,0 +1,363 @@
+import warnings
+
+import pytest
+import torch
+from botorch.acquisition.multi_objective.logei import (
+    qLogNoisyExpectedHypervolumeImprovement,
+)
+from botorch.acquisition.objective import ScalarizedPosteriorTransform
+from botorch.exceptions.errors import (
+    BotorchTensorDimensionError,
+    InputDataError,
+    UnsupportedError,
+)
+from botorch.fit import fit_gpytorch_mll
+from botorch.models import SingleTaskGP
+from botorch.models.transforms import Normalize, Standardize
+from botorch.optim import optimize_acqf
+from botorch.sampling import SobolQMCNormalSampler
+from botorch.sampling.pathwise import draw_matheron_paths
+from botorch.test_functions.multi_objective import BraninCurrin
+from botorch.utils.datasets import SupervisedDataset
+from gpytorch.distributions import MultitaskMultivariateNormal, MultivariateNormal
+from gpytorch.mlls import ExactMarginalLogLikelihood
+
+from botorch_sketch import FixedSelector, GreedyVarianceSelector, NystromGP
+from botorch_sketch.models import MultiOutputNystromGP
+from botorch_sketch.models.nystrom_gp import ExactRegimeWarning
+
+
+def _data(n=40, d=3, t=2, seed=0, dtype=torch.double, device=None):
+    # Outcomes of different scales and smoothness, so that per-outcome
+    # hyperparameters and standardisation matter.
+    g = torch.Generator().manual_seed(seed)
+    X = 2 + 3 * torch.rand(n, d, generator=g, dtype=dtype)
+    noise = 0.1 * torch.randn(n, t, generator=g, dtype=dtype)
+    columns = [torch.sin(2 * X).sum(-1), 10 * torch.cos(X[:, 0]) + X[:, 1] ** 2]
+    columns += [X.sum(-1) - 7 for _ in range(t - 2)]
+    Y = torch.stack(columns[:t], -1) + noise
+    return X.to(device), Y.to(device)
+
+
+def _outcome_state(model, ref):
+    # The multi-output model's state with each outcome's hyperparameters taken
+    # from the ref's batch over outcomes (SingleTaskGP's batched modules).
+    ref_state = ref.state_dict()
+    state = {}
+    for key, value in model.state_dict().items():
+        if key.startswith("outcome_models."):
+            _, j, name = key.split(".", 2)
+            source = ref_state[name]
+            if source.shape != value.shape:
+                source = source[int(j)].reshape(value.shape)
+            state[key] = source
+        else:
+            state[key] = ref_state[key]
+    return state
+
+
+def _pair(train_Yvar=None, **tkwargs):
+    """A fitted 2-output SingleTaskGP and a NystromGP with every point inducing."""
+    X, Y = _data(**tkwargs)
+    kw = {"train_Yvar": train_Yvar}
+    ref = SingleTaskGP(X, Y, input_transform=Normalize(3), **kw)
+    fit_gpytorch_mll(ExactMarginalLogLikelihood(ref.likelihood, ref))
+    model = NystromGP(
+        X,
+        Y,
+        inducing=FixedSelector(torch.arange(len(X))),
+        input_transform=Normalize(3),
+        **kw,
+    )
+    model.load_state_dict(_outcome_state(model, ref))
+    return ref, model, X, Y
+
+
+def test_n_by_t_data_build_a_multi_output_model(tkwargs):
+    X, Y = _data(t=3, **tkwargs)
+    model = NystromGP(X, Y)
+    assert isinstance(model, MultiOutputNystromGP) and isinstance(model, NystromGP)
+    assert model.num_outputs == 3 and len(model.outcome_models) == 3
+    assert all(
+        type(m) is NystromGP and m.num_outputs == 1 for m in model.outcome_models
+    )
+    # Standardize(m=3) by default, as SingleTaskGP; the outcomes see its image.
+    assert isinstance(model.outcome_transform, Standardize)
+    torch.testing.assert_close(model.train_targets.mean(-1), torch.zeros(3, **tkwargs))
+    assert model.likelihood.noise.shape == (3, 1)
+    # Each outcome owns its modules: fitting one moves no other.
+    kernels = {id(m.covar_module) for m in model.outcome_models}
+    assert len(kernels) == 3
+    # One outcome still builds the single-output model.
+    assert type(NystromGP(X, Y[:, :1])) is NystromGP
+
+
+@pytest.mark.parametrize("fixed_noise", [False, True])
+def test_each_outcome_equals_single_task_gp_with_every_point_inducing(
+    fixed_noise, tkwargs
+):
+    Yvar = torch.full((40, 2), 0.02, **tkwargs) if fixed_noise else None
+    ref, model, X, _ = _pair(train_Yvar=Yvar, **tkwargs)
+    Xt = 2 + 3 * torch.rand(4, 5, 3, **tkwargs)
+    for observation_noise in (False, True):
+        p_ref = ref.posterior(Xt, observation_noise=observation_noise)
+        p = model.posterior(Xt, observation_noise=observation_noise)
+        assert isinstance(p.distribution, MultitaskMultivariateNormal)
+        assert p.mean.shape == (4, 5, 2)
+        torch.testing.assert_close(p.mean, p_ref.mean, rtol=0, atol=1e-8)
+        torch.testing.assert_close(
+            p.distribution.covariance_matrix,
+            p_ref.distribution.covariance_matrix,
+            rtol=0,
+            atol=1e-8,
+        )
+
+
+def test_outcome_j_equals_single_output_model_on_column_j(tkwargs):
+    X, Y = _data(n=80, **tkwargs)
+    model = NystromGP(X, Y, inducing=GreedyVarianceSelector(25))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ExactRegimeWarning)
+        fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))
+    Xt = 2 + 3 * torch.rand(7, 3, **tkwargs)
+    p = model.posterior(Xt)
+    lengthscales = []
+    for j, outcome in enumerate(model.outcome_models):
+        single = NystromGP(X, Y[:, j : j + 1], inducing=outcome.inducing_points)
+        for name in ("covar_module", "mean_module", "likelihood"):
+            getattr(single, name).load_state_dict(getattr(outcome, name).state_dict())
+        single.eval()
+        q = single.posterior(Xt)
+        torch.testing.assert_close(p.mean[..., j], q.mean[..., 0], rtol=0, atol=1e-10)
+        cov = p.distribution.covariance_matrix[j * 7 : (j + 1) * 7, j * 7 : (j + 1) * 7]
+        torch.testing.assert_close(cov, q.covariance_matrix, rtol=0, atol=1e-10)
+        lengthscales.append(outcome.covar_module.lengthscale)
+        # Its own inducing set, chosen at its own hyperparameters.
+        assert outcome.inducing_index.numel() <= 25
+    # The outcomes were fitted separately, to different hyperparameters.
+    assert not torch.allclose(lengthscales[0], lengthscales[1], rtol=0.05)
+    # Independent outcomes: the cross-covariance is zero.
+    assert p.distribution.covariance_matrix[:7, 7:].abs().max() == 0
+
+
+def test_fit_equals_fitting_each_column_alone(tkwargs):
+    X, Y = _data(n=50, **tkwargs)
+    model = NystromGP(X, Y, inducing=GreedyVarianceSelector(20))
+    singles = [
+        NystromGP(X, Y[:, j : j + 1], inducing=GreedyVarianceSelector(20))
+        for j in range(2)
+    ]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ExactRegimeWarning)
+        mll = fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))
+        for single in singles:
+            fit_gpytorch_mll(ExactMarginalLogLikelihood(single.likelihood, single))
+    assert not mll.training
+    for outcome, single in zip(model.outcome_models, singles, strict=True):
+        torch.testing.assert_close(
+            outcome.covar_module.lengthscale, single.covar_module.lengthscale
+        )
+        torch.testing.assert_close(outcome.likelihood.noise, single.likelihood.noise)
+        assert torch.equal(outcome.inducing_index, single.inducing_index)
+    lml = model.log_marginal_likelihood()
+    assert lml.shape == (2,)
+    torch.testing.assert_close(
+        lml, torch.stack([s.log_marginal_likelihood() for s in singles])
+    )
+    loss = model.compute_custom_loss()
+    torch.testing.assert_close(loss, sum(s.compute_custom_loss() for s in singles))
+
+
+def test_posterior_options(tkwargs):
+    _, model, X, _ = _pair(**tkwargs)
+    Xt = 2 + 3 * torch.rand(3, 4, 3, **tkwargs)
+    full = model.posterior(Xt)
+    # One outcome: its own normal, q x 1, on the original scale.
+    one = model.posterior(Xt, output_indices=[1])
+    assert isinstance(one.distribution, MultivariateNormal)
+    assert one.mean.shape == (3, 4, 1)
+    torch.testing.assert_close(one.mean[..., 0], full.mean[..., 1])
+    torch.testing.assert_close(one.variance[..., 0], full.variance[..., 1])
+    # A tensor of observation noise (transformed units) adds per outcome.
+    noise = torch.tensor([0.1, 0.2], **tkwargs).expand(3, 4, 2)
+    noisy = model.posterior(Xt, observation_noise=noise)
+    stdvs = model.outcome_transform.stdvs.squeeze(0)
+    torch.testing.assert_close(noisy.variance, full.variance + noise * stdvs**2)
+    with pytest.raises(BotorchTensorDimensionError, match="observation_noise"):
+        model.posterior(Xt, observation_noise=noise[..., :1])
+    with pytest.raises(UnsupportedError, match="output_indices"):
+        model.posterior(Xt, output_indices=[2])
+    # A posterior transform sees the t outcomes.
+    weights = torch.tensor([1.0, -2.0], **tkwargs)
+    scalar = model.posterior(
+        Xt, posterior_transform=ScalarizedPosteriorTransform(weights)
+    )
+    torch.testing.assert_close(scalar.mean[..., 0], full.mean @ weights)
+
+
+def test_subset_output(tkwargs):
+    X, Y = _data(t=3, **tkwargs)
+    model = NystromGP(X, Y, inducing=GreedyVarianceSelector(15))
+    Xt = 2 + 3 * torch.rand(5, 3, **tkwargs)
+    full = model.posterior(Xt)
+    one = model.subset_output([2])
+    assert type(one) is NystromGP and one.num_outputs == 1
+    torch.testing.assert_close(one.train_Y, Y[:, 2:])
+    torch.testing.assert_close(one.posterior(Xt).mean, full.mean[..., 2:])
+    torch.testing.assert_close(one.posterior(Xt).variance, full.variance[..., 2:])
+    two = model.subset_output([2, 0])
+    assert isinstance(two, MultiOutputNystromGP) and two.num_outputs == 2
+    torch.testing.assert_close(two.posterior(Xt).mean, full.mean[..., [2, 0]])
+    # The subsets share nothing with the model.
+    one.covar_module.lengthscale = 0.1
+    torch.testing.assert_close(model.posterior(Xt).mean, full.mean)
+
+
+def test_condition_on_observations_equals_single_output_conditioning(tkwargs):
+    X, Y = _data(n=60, **tkwargs)
+    model = NystromGP(X[:45], Y[:45], inducing=GreedyVarianceSelector(20))
+    cond = model.condition_on_observations(X[45:], Y[45:])
+    assert isinstance(cond, MultiOutputNystromGP) and cond.train_X.shape[0] == 60
+    torch.testing.assert_close(cond.train_Y, Y)
+    Xt = 2 + 3 * torch.rand(6, 3, **tkwargs)
+    p = cond.posterior(Xt)
+    for j, outcome in enumerate(model.outcome_models):
+        single = NystromGP(X[:45], Y[:45, j : j + 1], inducing=outcome.inducing_points)
+        for name in ("covar_module", "mean_module", "likelihood"):
+            getattr(single, name).load_state_dict(getattr(outcome, name).state_dict())
+        q = single.condition_on_observations(X[45:], Y[45:, j : j + 1]).posterior(Xt)
+        torch.testing.assert_close(p.mean[..., j], q.mean[..., 0])
+        torch.testing.assert_close(p.variance[..., j], q.variance[..., 0])
+    # the original model is untouched
+    assert model.train_X.shape[0] == 45
+    assert all(m.train_X.shape[0] == 45 for m in model.outcome_models)
+    with pytest.raises(UnsupportedError, match="batch_shape x n' x 2"):
+        model.condition_on_observations(X[45:], Y[45:, :1])
+
+
+@pytest.mark.parametrize("fixed_noise", [False, True])
+def test_fantasize(fixed_noise, tkwargs):
+    X, Y = _data(**tkwargs)
+    Yvar = torch.full_like(Y, 0.01) if fixed_noise else None
+    model = NystromGP(X, Y, train_Yvar=Yvar, inducing=GreedyVarianceSelector(15))
+    sampler = SobolQMCNormalSampler(torch.Size([4]), seed=0)
+    fantasy = model.fantasize(2 + 3 * torch.rand(3, 2, 3, **tkwargs), sampler)
+    assert fantasy.batch_shape == (4, 3)
+    Xt = 2 + 3 * torch.rand(3, 5, 3, **tkwargs)
+    p = fantasy.posterior(Xt)
+    assert p.mean.shape == (4, 3, 5, 2)
+    assert bool(torch.isfinite(p.variance).all())
+    # Fantasies move the mean, not the (outcome-independent) covariance.
+    assert p.mean[0].sub(p.mean[1]).abs().max() > 0
+    torch.testing.assert_close(p.variance[0], p.variance[1])
+    with pytest.raises(UnsupportedError, match="fantasy"):
+        fit_gpytorch_mll(ExactMarginalLogLikelihood(fantasy.likelihood, fantasy))
+
+
+def test_state_dict_loads_into_a_model_on_fewer_points(tkwargs):
+    X, Y = _data(n=60, **tkwargs)
+    full = NystromGP(X, Y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ExactRegimeWarning)
+        fit_gpytorch_mll(ExactMarginalLogLikelihood(full.likelihood, full))
+    fold = NystromGP(X[:45], Y[:45])
+    fold.load_state_dict(full.state_dict())
+    for a, b in zip(fold.outcome_models, full.outcome_models, strict=True):
+        torch.testing.assert_close(
+            a.covar_module.lengthscale, b.covar_module.lengthscale
+        )
+    torch.testing.assert_close(
+        fold.outcome_transform.means, full.outcome_transform.means
+    )
+    torch.testing.assert_close(fold.train_targets, full.train_targets[:, :45])
+    assert fold.posterior(X[45:]).mean.shape == (15, 2)
+    assert all(v.shape[0] != 60 for v in full.state_dict().values() if v.dim())
+
+
+def test_qlognehvi_step_on_branin_currin(tkwargs):
+    problem = BraninCurrin(negate=True).to(**tkwargs)
+    bounds = problem.bounds
+    g = torch.Generator().manual_seed(0)
+    X = torch.rand(24, 2, generator=g, dtype=torch.double).to(bounds)
+    X = bounds[0] + (bounds[1] - bounds[0]) * X
+    Y = problem(X)
+    model = NystromGP(X, Y, input_transform=Normalize(2, bounds=bounds))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ExactRegimeWarning)
+        fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))
+    acqf = qLogNoisyExpectedHypervolumeImprovement(
+        model=model,
+        ref_point=problem.ref_point,
+        X_baseline=X,
+        sampler=SobolQMCNormalSampler(torch.Size([32]), seed=0),
+        prune_baseline=True,
+    )
+    candidates, value = optimize_acqf(
+        acqf, bounds=bounds, q=2, num_restarts=2, raw_samples=32
+    )
+    assert candidates.shape == (2, 2) and bool(torch.isfinite(value))
+    assert bool(((candidates >= bounds[0]) & (candidates <= bounds[1])).all())
+
+
+@pytest.mark.parametrize(
+    "make, error, match",
+    [
+        (
+            lambda X, Y: (
+                X,
+                Y.clone().index_fill_(
+                    0, torch.tensor([3], device=Y.device), float("nan")
+                ),
+            ),
+            InputDataError,
+            "train_Y contains NaN",
+        ),
+        (lambda X, Y: (X[:5], Y[:6]), BotorchTensorDimensionError, "rows"),
+        (
+            lambda X, Y: (X.expand(2, -1, -1), Y.expand(2, -1, -1)),
+            UnsupportedError,
+            "batched",
+        ),
+    ],
+)
+def test_bad_training_data_gets_a_clear_error(make, error, match, tkwargs):
+    X, Y = make(*_data(**tkwargs))
+    with pytest.raises(error, match=match):
+        NystromGP(X, Y)
+
+
+def test_single_output_features_raise(tkwargs):
+    X, Y = _data(**tkwargs)
+    with pytest.raises(BotorchTensorDimensionError, match="train_Yvar"):
+        NystromGP(X, Y, train_Yvar=torch.full_like(Y[:, :1], 0.1))
+    model = NystromGP(X, Y)
+    for name in ("inducing_index", "inducing_points", "inducing_rule"):
+        with pytest.raises(UnsupportedError, match="one inducing set per outcome"):
+            getattr(model, name)
+    with pytest.raises(UnsupportedError, match="subset_output"):
+        model.observation_statistics(X, Y[:, :1])
+    with pytest.raises(UnsupportedError, match="subset_output"):
+        model.set_data_statistics(None)
+    with pytest.raises(UnsupportedError, match="subset_output"):
+        draw_matheron_paths(model, sample_shape=torch.Size([2]))
+    # ...which the outcomes' own models support.
+    paths = draw_matheron_paths(model.subset_output([0]), sample_shape=torch.Size([2]))
+    assert paths(X[:3]).shape == (2, 3)
+
+
+def test_construct_inputs_and_dataset(tkwargs):
+    X, Y = _data(**tkwargs)
+    dataset = SupervisedDataset(
+        X, Y, feature_names=["a", "b", "c"], outcome_names=["y0", "y1"]
+    )
+    model = NystromGP(**NystromGP.construct_inputs(dataset))
+    assert model.num_outputs == 2
+
+
+def test_moves_with_to(tkwargs):
+    X, Y = _data(**tkwargs)
+    model = NystromGP(X.float(), Y.float())
+    model.to(**tkwargs)
+    assert model.train_X.dtype == tkwargs["dtype"]
+    assert all(m.train_X.dtype == tkwargs["dtype"] for m in model.outcome_models)
+    assert model.posterior(X[:3]).mean.dtype == tkwargs["dtype"]
