@@ -112,7 +112,12 @@ def _tuning(budget: str, stem: str) -> tuple[str, list[str]]:
 
 
 def _suggest(budget: str, stem: str) -> tuple[str, list[str]]:
-    return suggest.render(suggest.run(budget), machine(threads=1)), []
+    parts = []
+    if suggest.BUDGETS[budget].sizes:
+        parts.append(suggest.render(suggest.run(budget), machine(threads=1)))
+    if suggest.BUDGETS[budget].regret_trials:
+        parts.append(suggest.render_regret(suggest.run_regret(budget)))
+    return "\n\n".join(parts), []
 
 
 def _tuning_peers(budget: str, stem: str) -> tuple[str, list[str]]:

@@ -16,7 +16,11 @@ turns in one process (alternating order), and each in a process of its own;
 both are reported, since interleaving torch-based samplers in one process has
 been seen to slow some of them.
 
-``python -m botorch_sketch.benchmarks suggest --budget small|medium|large``
+The ``quality`` budget asks what the faster defaults cost: whole runs on
+noisy Hartmann-6, the best value found by ``SketchSampler``, by its earlier
+default (qLogNEI, a refit every trial) and by ``GPSampler``.
+
+``python -m botorch_sketch.benchmarks suggest --budget small|medium|quality|large``
 """
 
 from __future__ import annotations
@@ -38,6 +42,8 @@ SKETCH = "SketchSampler"
 CANDIDATES = "BoTorchSampler + NystromCandidates"
 GP = "GPSampler"
 BOTORCH = "BoTorchSampler (exact)"
+#: SketchSampler with its earlier default: qLogNEI and a refit every trial.
+SKETCH_MC = "SketchSampler (qLogNEI, refit every trial)"
 #: Each ours against the peer it replaces.
 PAIRS = ((SKETCH, GP), (CANDIDATES, BOTORCH))
 
@@ -52,6 +58,9 @@ class Budget:
         default_factory=lambda: [SKETCH, GP, CANDIDATES, BOTORCH]
     )
     isolate: bool = True
+    #: Whole runs on noisy Hartmann-6 (trials, seeds) for the best values found.
+    regret_trials: int = 0
+    regret_seeds: list[int] = field(default_factory=list)
 
 
 BUDGETS = {
@@ -61,6 +70,10 @@ BUDGETS = {
     # so the mean is the amortised cost. (BoTorchSampler's exact GP takes tens
     # of seconds a trial here: it is in the large budget.)
     "medium": Budget([1000], 52, [SKETCH, GP, CANDIDATES], isolate=False),
+    # What the faster defaults cost in the optimum found: whole 80-trial runs.
+    "quality": Budget(
+        [], 0, [SKETCH, SKETCH_MC, GP], regret_trials=80, regret_seeds=[0, 1, 2]
+    ),
     # Every method and both ways of timing (hours).
     "large": Budget([300, 1000, 2000], 52),
 }
@@ -104,23 +117,25 @@ def _score(p: dict[str, Any], rng: np.random.Generator) -> float:
     ) + 0.05 * float(rng.standard_normal())
 
 
-def _sampler(method: str) -> Any:
+def _sampler(method: str, seed: int = 0) -> Any:
     import optuna
 
-    if method == SKETCH:
+    if method in (SKETCH, SKETCH_MC):
         from botorch_sketch.integrations.optuna import SketchSampler
 
-        return SketchSampler(seed=0)
+        if method == SKETCH_MC:
+            return SketchSampler(seed=seed, acquisition="mc", refit_every=1)
+        return SketchSampler(seed=seed)
     if method == GP:
-        return optuna.samplers.GPSampler(seed=0)
+        return optuna.samplers.GPSampler(seed=seed)
     from optuna_integration import BoTorchSampler
 
     if method == CANDIDATES:
         from botorch_sketch.integrations.optuna import NystromCandidates
 
-        return BoTorchSampler(candidates_func=NystromCandidates(), seed=0)
+        return BoTorchSampler(candidates_func=NystromCandidates(), seed=seed)
     if method == BOTORCH:
-        return BoTorchSampler(seed=0)
+        return BoTorchSampler(seed=seed)
     raise KeyError(f"Unknown method {method!r}.")
 
 
@@ -157,6 +172,91 @@ def _study(method: str, n: int) -> tuple[Any, Callable[[], float]]:
         return seconds
 
     return study, step
+
+
+@dataclass
+class RegretRow:
+    r"""One method's whole runs on noisy Hartmann-6."""
+
+    method: str
+    trials: int
+    regrets: list[float]
+    seconds: list[float]
+
+
+def hartmann_run(method: str, trials: int, seed: int) -> tuple[float, float]:
+    r"""Minimise Hartmann-6 (noise sd 0.1) for ``trials`` trials.
+
+    Returns:
+        The best noise-free value found minus the optimum, and the CPU seconds
+        of the whole run (suggestions and evaluations).
+    """
+    import optuna
+    from botorch.test_functions import Hartmann
+
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    problem = Hartmann(dim=6)
+    rng = np.random.default_rng(seed)
+    values = []
+
+    def objective(trial: Any) -> float:
+        x = torch.tensor(
+            [[trial.suggest_float(f"x{i}", 0.0, 1.0) for i in range(6)]],
+            dtype=torch.float64,
+        )
+        value = float(problem(x))
+        values.append(value)
+        return value + 0.1 * float(rng.standard_normal())
+
+    study = optuna.create_study(sampler=_sampler(method, seed))
+    start = time.process_time()
+    study.optimize(objective, n_trials=trials)
+    return min(values) - problem.optimal_value, time.process_time() - start
+
+
+def run_regret(budget_name: str) -> list[RegretRow]:
+    r"""Whole runs of every method of a budget, each seed."""
+    budget = BUDGETS[budget_name]
+    rows = []
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for m in budget.methods:
+                runs = [
+                    hartmann_run(m, budget.regret_trials, seed)
+                    for seed in budget.regret_seeds
+                ]
+                rows.append(
+                    RegretRow(
+                        m,
+                        budget.regret_trials,
+                        [r for r, _ in runs],
+                        [s for _, s in runs],
+                    )
+                )
+    finally:
+        torch.set_num_threads(threads)
+    return rows
+
+
+def render_regret(rows: list[RegretRow]) -> str:
+    r"""Markdown: mean (sd) regret and CPU seconds per run, by method."""
+    lines = [
+        f"Hartmann-6, noise sd 0.1, {rows[0].trials if rows else 0} trials, "
+        f"{len(rows[0].regrets) if rows else 0} seeds: best noise-free value "
+        "minus the optimum, mean (sd over seeds), and CPU seconds per run.",
+        "",
+        "| method | regret | sd | CPU s per run |",
+        "|---|---:|---:|---:|",
+    ]
+    lines += [
+        f"| {r.method} | {statistics.fmean(r.regrets):.4f} | "
+        f"{statistics.pstdev(r.regrets):.4f} | {statistics.fmean(r.seconds):.1f} |"
+        for r in rows
+    ]
+    return "\n".join(lines)
 
 
 def _row(method: str, n: int, way: str, seconds: list[float]) -> Row:
