@@ -1,29 +1,12 @@
 import pytest
 import torch
 from botorch.exceptions.errors import InputDataError
-from gpytorch.kernels import RBFKernel
 
 from botorch_sketch.acquisition.contextual_ucb import ucb_action
-from botorch_sketch.sketching.incremental import IncrementalNystrom
-from botorch_sketch.sketching.kors import KORS
 
 
-def _model(tkwargs, n=80):
-    k = RBFKernel().to(**tkwargs)
-    k.lengthscale = 0.2
-    k.requires_grad_(False)
-    g = torch.Generator().manual_seed(0)  # on the CPU, whatever the device
-    rule = KORS(mu=0.5, gamma=3.0, generator=g)
-    model = IncrementalNystrom(k, 0.5, 2, rule=rule, **tkwargs)
-    X = torch.rand(n, 2, generator=g, dtype=tkwargs["dtype"]).to(**tkwargs)
-    y = torch.exp(-((X[:, 1] - 0.3 - 0.4 * X[:, 0]) ** 2) / 0.02)
-    for i in range(n):
-        model.observe(X[i], y[i])
-    return model
-
-
-def test_ucb_action_refines_a_grid_with_the_context_fixed(tkwargs):
-    model = _model(tkwargs)
+def test_ucb_action_refines_a_grid_with_the_context_fixed(tkwargs, online_nystrom):
+    model = online_nystrom
     context = torch.tensor([0.5], **tkwargs)
     bounds = torch.tensor([[0.0], [1.0]], **tkwargs)
     beta = 0.3
