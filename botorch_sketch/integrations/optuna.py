@@ -232,10 +232,7 @@ class SketchSampler(BaseSampler):
         _check_int("mc_samples", mc_samples, 1)
         _check_int("max_baseline", max_baseline, 1)
         _check_int("refit_every", refit_every, 1)
-        if acquisition not in ("auto", "mc"):
-            raise ValueError(
-                f'acquisition must be "auto" or "mc"; got {acquisition!r}.'
-            )
+        _check_acquisition(acquisition)
         if raw_samples < num_restarts:
             raise ValueError(
                 f"raw_samples ({raw_samples}) must be at least num_restarts "
@@ -532,10 +529,7 @@ class NystromCandidates:
             acquisition: ``"auto"`` or ``"mc"``, as for ``SketchSampler``.
         """
         _check_int("refit_every", refit_every, 1)
-        if acquisition not in ("auto", "mc"):
-            raise ValueError(
-                f'acquisition must be "auto" or "mc"; got {acquisition!r}.'
-            )
+        _check_acquisition(acquisition)
         self.refit_every = refit_every
         self.analytic = acquisition == "auto"
         self._incremental: dict[str, IncrementalGP] = {}
@@ -858,6 +852,11 @@ def _contains(search_space: dict[str, BaseDistribution], params: dict) -> bool:
         )
     except (ValueError, TypeError):
         return False
+
+
+def _check_acquisition(acquisition: str) -> None:
+    if acquisition not in ("auto", "mc"):
+        raise ValueError(f'acquisition must be "auto" or "mc"; got {acquisition!r}.')
 
 
 def _check_int(name: str, value: int, minimum: int) -> None:
