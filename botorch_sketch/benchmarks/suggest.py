@@ -20,7 +20,8 @@ The ``quality`` budget asks what the faster defaults cost: whole runs on
 noisy Hartmann-6, the best value found by ``SketchSampler``, by its earlier
 default (qLogNEI, a refit every trial) and by ``GPSampler``.
 
-``python -m botorch_sketch.benchmarks suggest --budget small|medium|quality|large``
+``python -m botorch_sketch.benchmarks suggest --budget BUDGET`` with ``BUDGET`` one of
+``small``, ``medium``, ``quality``, ``exact`` and ``large``.
 """
 
 from __future__ import annotations
@@ -74,6 +75,9 @@ BUDGETS = {
     "quality": Budget(
         [], 0, [SKETCH, SKETCH_MC, GP], regret_trials=80, regret_seeds=[0, 1, 2]
     ),
+    # The exact BoTorchSampler beside its swap, at the issue's N (about half
+    # an hour: the exact GP refits on 1000 trials every suggestion).
+    "exact": Budget([1000], 8, [CANDIDATES, BOTORCH], isolate=False),
     # Every method and both ways of timing (hours).
     "large": Budget([300, 1000, 2000], 52),
 }
