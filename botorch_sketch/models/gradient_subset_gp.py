@@ -57,7 +57,7 @@ from torch import Tensor
 
 from botorch_sketch.models.validation import (
     check_training_data,
-    reject_unsupported_options,
+    inputs_from_dataset,
 )
 from botorch_sketch.sketching.chunks import chunk_size_for, row_chunks
 from botorch_sketch.sketching.nystrom import NystromEmbedding
@@ -491,9 +491,10 @@ class GradientSubsetGP(SingleTaskGP):
         Returns:
             A dict of keyword arguments for ``GradientSubsetGP``.
         """
-        reject_unsupported_options(cls.__name__, kwargs)
-        inputs = super().construct_inputs(training_data=training_data)
-        inputs.update(
+        return inputs_from_dataset(
+            cls.__name__,
+            training_data,
+            kwargs,
             subset_size=subset_size,
             num_initial=num_initial,
             num_newest=num_newest,
@@ -502,4 +503,3 @@ class GradientSubsetGP(SingleTaskGP):
             fit_rounds=fit_rounds,
             num_best=num_best,
         )
-        return inputs

@@ -24,13 +24,13 @@ lengthscales and noise, as BKB's rule prescribes.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 import torch
 from botorch.exceptions.errors import BotorchTensorDimensionError, UnsupportedError
 from botorch.models.transforms.input import InputTransform
-from botorch.models.transforms.outcome import OutcomeTransform, Standardize
+from botorch.models.transforms.outcome import OutcomeTransform
 from botorch.posteriors.gpytorch import GPyTorchPosterior
 from botorch.posteriors.transformed import TransformedPosterior
 from botorch.sampling.base import MCSampler
@@ -167,6 +167,9 @@ class MultiOutputNystromGP(NystromGP):
         >>> model.posterior(X).mean.shape  # q x 2
     """
 
+    #: The outcomes' models move their own data; ``Module.to`` moves the raw data.
+    _tensor_attributes = ("train_X", "train_Y", "train_Yvar")
+
     def __init__(
         self,
         train_X: Tensor,
@@ -200,18 +203,9 @@ class MultiOutputNystromGP(NystromGP):
         name = type(self).__name__
         check_multi_output_data(name, train_X, train_Y, train_Yvar)
         t = train_Y.shape[-1]
-        with torch.no_grad():
-            transformed_X = self.transform_inputs(
-                X=train_X, input_transform=input_transform
-            )
-        self._validate_tensor_args(X=transformed_X, Y=train_Y, Yvar=train_Yvar)
-        if outcome_transform == DEFAULT:
-            outcome_transform = Standardize(m=t)
-        Y_tf, Yvar_tf = train_Y, train_Yvar
-        if outcome_transform is not None:
-            outcome_transform.train()
-            Y_tf, Yvar_tf = outcome_transform(train_Y, train_Yvar, X=transformed_X)
-            outcome_transform.eval()
+        _, outcome_transform, Y_tf, Yvar_tf = self._transform_training_data(
+            train_X, train_Y, train_Yvar, outcome_transform, input_transform
+        )
         # NystromGP's own constructor is for one outcome: start the modules here.
         super(NystromGP, self).__init__()
         self._num_outputs = t
@@ -232,15 +226,11 @@ class MultiOutputNystromGP(NystromGP):
         ]
         self.outcome_models = ModuleList(models)
         self.likelihood = OutcomeLikelihoods([m.likelihood for m in models])
-        if outcome_transform is not None:
-            self.outcome_transform = outcome_transform
-        if input_transform is not None:
-            self.input_transform = input_transform
         # Raw data, as the single-output model keeps them; the outcomes' models
         # hold their (outcome-transformed) columns.
-        self.train_X = train_X
-        self.train_Y = train_Y
-        self.train_Yvar = train_Yvar
+        self._keep_training_data(
+            train_X, train_Y, train_Yvar, outcome_transform, input_transform
+        )
         self.to(train_X)
 
     # ------------------------------------------------------------ properties
@@ -545,21 +535,22 @@ class MultiOutputNystromGP(NystromGP):
         new = self._copy_without_outcome_models()
         new._set_outcome_models(models)
         if len(new.batch_shape) == 0:
-            new._append_raw_data(X, Y, noise)
+            new._append_raw_data(
+                X, Y, None if noise is None else floor_fixed_noise(noise)
+            )
         return new
 
     def _copy_without_outcome_models(self) -> MultiOutputNystromGP:
         # The outcomes' models are replaced by the caller; copying them (and the
         # n-sized data) would be wasted.
-        memo = {id(m): m for m in self.outcome_models.modules()}
-        memo.update(
-            {
-                id(t): t
-                for t in (self.train_X, self.train_Y, self.train_Yvar)
-                if t is not None
-            }
+        return self._copy_sharing(
+            (
+                *self.outcome_models.modules(),
+                self.train_X,
+                self.train_Y,
+                self.train_Yvar,
+            )
         )
-        return copy.deepcopy(self, memo)
 
     def _set_outcome_models(self, models: list[NystromGP]) -> None:
         # New outcome models (of a copy): their likelihoods and input transform
@@ -568,16 +559,6 @@ class MultiOutputNystromGP(NystromGP):
         self.likelihood = OutcomeLikelihoods([m.likelihood for m in models])
         if hasattr(self, "input_transform"):
             self.input_transform = models[0].input_transform
-
-    def _append_raw_data(self, X: Tensor, Y: Tensor, noise: Tensor | None) -> None:
-        if self.train_Yvar is not None:
-            Yvar = floor_fixed_noise(noise)
-            if hasattr(self, "outcome_transform"):
-                # The data keep raw noise variances; ``noise`` is transformed.
-                _, Yvar = self.outcome_transform.untransform(torch.zeros_like(Y), Yvar)
-            self.train_Yvar = torch.cat([self.train_Yvar, Yvar], dim=-2)
-        self.train_X = torch.cat([self.train_X, X], dim=-2)
-        self.train_Y = torch.cat([self.train_Y, Y], dim=-2)
 
     def subset_output(self, idcs: list[int]) -> NystromGP:
         r"""The model of some of the outcomes.
@@ -615,52 +596,15 @@ class MultiOutputNystromGP(NystromGP):
 
     # -------------------------------------------------------- module plumbing
 
-    def _apply(self, fn: Callable[[Tensor], Tensor], *args: Any, **kwargs: Any):
-        # The outcomes' models move their own data; this moves the raw data.
-        super(NystromGP, self)._apply(fn, *args, **kwargs)
-        for name in ("train_X", "train_Y", "train_Yvar"):
-            value = getattr(self, name, None)
-            if value is not None:
-                setattr(self, name, fn(value))
-        return self
-
-    def load_state_dict(
-        self,
-        state_dict: Mapping[str, Any],
-        strict: bool = True,
-        keep_transforms: bool = True,
-        assign: bool = False,
-    ) -> None:
-        r"""Load hyperparameters and transforms; the outcomes' targets follow.
-
-        As for ``NystromGP``: the state holds no data, the outcomes' targets are
-        re-derived with the loaded outcome transform, and their inducing rules
-        re-run at the loaded hyperparameters.
-
-        Args:
-            state_dict: The state, e.g. from ``other_model.state_dict()``.
-            strict: Whether the keys must match exactly.
-            keep_transforms: Accepted for compatibility with ``GPyTorchModel``.
-            assign: Passed to ``torch.nn.Module.load_state_dict``.
-        """
-        torch.nn.Module.load_state_dict(self, state_dict, strict=strict, assign=assign)
-        if hasattr(self, "input_transform"):
-            self.input_transform.eval()
-        Y, Yvar = self.train_Y, self.train_Yvar
-        if hasattr(self, "outcome_transform"):
-            self.outcome_transform.eval()
-            with torch.no_grad():
-                Y, Yvar = self.outcome_transform(
-                    Y, Yvar, X=self._transform_like_training(self.train_X)
-                )
+    def _follow_loaded_state(self) -> None:
+        # After ``load_state_dict``: the outcomes' models take their columns of
+        # the targets under the loaded outcome transform, and re-derive the rest.
+        Y, Yvar = self._transformed_targets()
         for j, model in enumerate(self.outcome_models):
             model.train_Y = Y[..., j : j + 1]
             if Yvar is not None:
                 model.train_Yvar = Yvar[..., j : j + 1]
-            model._retransform_targets()
-            if model._rule is not None and model._rule.depends_on_hyperparameters:
-                model.select_inducing_points()
-            model._cache = None
+            model._follow_loaded_state()
 
 
 def _copy(value: Any) -> Any:

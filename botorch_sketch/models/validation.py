@@ -7,14 +7,20 @@ does not look for infinities; these checks always run.
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from botorch.exceptions.errors import (
     BotorchTensorDimensionError,
     InputDataError,
     UnsupportedError,
 )
+from botorch.models.model import Model
+from botorch.utils.datasets import SupervisedDataset
 from gpytorch import settings
 from gpytorch.kernels import Kernel
+from gpytorch.likelihoods import FixedNoiseGaussianLikelihood, GaussianLikelihood
+from gpytorch.likelihoods.likelihood import Likelihood
 from torch import Tensor
 
 
@@ -120,6 +126,57 @@ def reject_unsupported_options(model_name: str, options: dict) -> None:
     if unsupported:
         raise UnsupportedError(
             f"{model_name} does not support the options {sorted(unsupported)}."
+        )
+
+
+def inputs_from_dataset(
+    model_name: str,
+    training_data: SupervisedDataset,
+    options: dict,
+    **arguments: Any,
+) -> dict[str, Any]:
+    r"""A model's constructor arguments from a dataset (its ``construct_inputs``).
+
+    BoTorch's ``Model.construct_inputs`` (``train_X``, ``train_Y`` and, if given,
+    ``train_Yvar``), after :func:`reject_unsupported_options`, with the model's
+    own arguments added.
+
+    Args:
+        model_name: The class name, for messages.
+        training_data: A ``SupervisedDataset``.
+        options: The extra keyword arguments ``construct_inputs`` received (Ax
+            passes ``categorical_features`` and the like); empty ones are
+            ignored, others are not supported.
+        arguments: The model's own constructor arguments.
+
+    Returns:
+        A dict of keyword arguments for the model's constructor.
+    """
+    reject_unsupported_options(model_name, options)
+    inputs = Model.construct_inputs(training_data=training_data)
+    inputs.update(arguments)
+    return inputs
+
+
+def check_gaussian_likelihood(
+    model_name: str, likelihood: Likelihood, train_Yvar: Tensor | None
+) -> None:
+    r"""Raise ``UnsupportedError`` unless the likelihood is Gaussian and fits the data.
+
+    Args:
+        model_name: The class name, for the message.
+        likelihood: The likelihood the model is built with.
+        train_Yvar: The observed noise variances, or None.
+    """
+    if not isinstance(likelihood, (GaussianLikelihood, FixedNoiseGaussianLikelihood)):
+        raise UnsupportedError(
+            f"{model_name} supports GaussianLikelihood and "
+            f"FixedNoiseGaussianLikelihood, got {type(likelihood).__name__}."
+        )
+    if (train_Yvar is not None) != isinstance(likelihood, FixedNoiseGaussianLikelihood):
+        raise UnsupportedError(
+            "Pass train_Yvar together with a FixedNoiseGaussianLikelihood (or no "
+            "likelihood), and neither for an inferred noise level."
         )
 
 
