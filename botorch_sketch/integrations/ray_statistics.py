@@ -448,9 +448,7 @@ def _attach(
 
 
 def _like(stats: DTCStatistics, like: Tensor) -> DTCStatistics:
-    return DTCStatistics(
-        *(getattr(stats, f).to(like) for f in stats.__dataclass_fields__)
-    )
+    return stats.map(lambda t: t.to(like))
 
 
 def _sum_shards(

@@ -10,7 +10,8 @@ fantasies and sharded data are one mechanism.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, fields
 
 import torch
 from torch import Tensor
@@ -48,6 +49,17 @@ class DTCStatistics:
     def batch_shape(self) -> torch.Size:
         r"""The batch shape of the statistics."""
         return self.moment.shape[:-1]
+
+    def map(self, fn: Callable[[Tensor], Tensor]) -> DTCStatistics:
+        r"""``fn`` applied to every field, e.g. ``lambda t: t.to(other)`` to move them.
+
+        Args:
+            fn: A function of a tensor returning a tensor.
+
+        Returns:
+            New statistics of the mapped tensors.
+        """
+        return DTCStatistics(*(fn(getattr(self, f.name)) for f in fields(self)))
 
     def __add__(self, other: DTCStatistics) -> DTCStatistics:
         r"""Statistics of the union of two disjoint data sets (batches broadcast)."""

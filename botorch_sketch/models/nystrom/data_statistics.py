@@ -21,7 +21,6 @@ from botorch.exceptions.errors import InputDataError, UnsupportedError
 from gpytorch.likelihoods import FixedNoiseGaussianLikelihood
 from torch import Tensor
 
-from botorch_sketch.models.nystrom.state import map_statistics
 from botorch_sketch.models.validation import check_training_data
 from botorch_sketch.sketching.dtc import DTCStatistics
 
@@ -128,7 +127,7 @@ class DataStatisticsMixin:
             self._rule = None
             self.inducing_index = None
         like = self.train_X
-        self._data_statistics = map_statistics(statistics, lambda t: t.to(like))
+        self._data_statistics = statistics.map(lambda t: t.to(like))
         self._rows_in_statistics = rows_included
         self._statistics_key = self._statistics_fingerprint()
         self._every_input_inducing = False

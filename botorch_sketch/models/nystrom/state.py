@@ -27,21 +27,6 @@ from botorch_sketch.sketching.nystrom import NystromEmbedding
 from botorch_sketch.sketching.weight_posterior import WeightPosterior
 
 
-def map_statistics(
-    stats: DTCStatistics, fn: Callable[[Tensor], Tensor]
-) -> DTCStatistics:
-    r"""``fn`` applied to every tensor of ``stats`` (to move or cast them).
-
-    Args:
-        stats: The statistics.
-        fn: A function of a tensor, e.g. ``lambda t: t.to(other)``.
-
-    Returns:
-        New statistics of the mapped tensors.
-    """
-    return DTCStatistics(*(fn(getattr(stats, f)) for f in stats.__dataclass_fields__))
-
-
 class PosteriorStateMixin:
     r"""The cached embedding and weight posterior behind the DTC posterior."""
 
@@ -149,7 +134,7 @@ class PosteriorStateMixin:
         for name in ("_extra_statistics", "_data_statistics"):
             stats = getattr(self, name, None)
             if stats is not None:
-                setattr(self, name, map_statistics(stats, fn))
+                setattr(self, name, stats.map(fn))
         key = getattr(self, "_statistics_key", None)
         if key is not None:
             self._statistics_key = {k: fn(v) for k, v in key.items()}
