@@ -84,7 +84,7 @@ def bkb_beta(
             float(model.effective_dimension()),
             model.train_X.shape[0],
             noise_std=math.sqrt(lam),
-            regularizer=lam,
+            noise_var=lam,
             rkhs_norm=rkhs_norm,
             delta=delta,
             kappa2=float(kernel_diagonal(model.covar_module, X).max()),

@@ -97,7 +97,7 @@ def policies(dim: int, seed: int) -> dict[str, Callable[[], ContextualPolicy]]:
         return build
 
     return {
-        BASELINE: lambda: LinUCB(dim, ridge=RIDGE, width=WIDTH),
+        BASELINE: lambda: LinUCB(dim, noise_var=RIDGE, width=WIDTH),
         "SGDLinUCB": sgd(ridge=InverseRidge(RIDGE)),
         "SGDLinUCB 16 steps/obs": sgd(ridge=InverseRidge(RIDGE), steps_per_update=16),
         "SGDLinUCB paper (n^-0.4, 1/(100+n))": sgd(

@@ -29,7 +29,7 @@ def test_posterior_is_the_exact_gp_with_repeated_pulls(lengthscale):
     arms = torch.rand(150, 2, generator=g, dtype=torch.double)
     kernel = _kernel(lengthscale)
     lam = 0.05
-    policy = GPUCB(arms, kernel, lam, refactor_every=37)
+    policy = GPUCB(arms, kernel, lam, refactorise_every=37)
     indices = torch.randint(150, (120,), generator=g)  # many repeats
     rewards = torch.randn(120, generator=g, dtype=torch.double)
     for i in range(0, 120, 3):

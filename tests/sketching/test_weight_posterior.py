@@ -219,7 +219,7 @@ def test_ridge_is_the_weight_posterior_on_identity_features(tkwargs):
     g = torch.Generator().manual_seed(0)
     X = torch.randn(20, 4, generator=g, **tkwargs)
     y = torch.randn(20, generator=g, **tkwargs)
-    ridge = OnlineRidge(4, ridge=0.3, **tkwargs)
+    ridge = OnlineRidge(4, noise_var=0.3, **tkwargs)
     other = ridge.clone()
     ridge.observe_batch(X, y)
     V = X.mT @ X + 0.3 * torch.eye(4, **tkwargs)
