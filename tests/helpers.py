@@ -9,6 +9,7 @@ fixtures, so that module-level helpers and parametrisations can call them too;
 from collections.abc import Callable
 
 import torch
+from botorch.test_functions import Hartmann
 from gpytorch.kernels import Kernel, RBFKernel, ScaleKernel
 from torch import Tensor
 
@@ -49,6 +50,20 @@ def rbf_kernel(
     return kernel
 
 
+def sine_sum(frequency: float = 2.0) -> Callable[[Tensor], Tensor]:
+    """The function ``x -> sum_j sin(frequency x_j)``, ``n x d -> n x 1``."""
+
+    def f(X: Tensor) -> Tensor:
+        return torch.sin(frequency * X).sum(-1, keepdim=True)
+
+    return f
+
+
+def hartmann3(X: Tensor) -> Tensor:
+    """The negated 3-d Hartmann function, ``n x 3 -> n x 1``, maximum 3.86."""
+    return Hartmann(dim=3, negate=True).to(X)(X).unsqueeze(-1)
+
+
 def toy_data(
     n: int,
     d: int = 2,
@@ -64,14 +79,14 @@ def toy_data(
     """``n`` uniform inputs in ``[low, high]^d`` and noisy values of ``f``.
 
     Drawn on the CPU from ``torch.Generator().manual_seed(seed)`` (the inputs,
-    then the ``n x 1`` noise, then the ``num_test`` test inputs), then moved:
+    then the ``n x t`` noise, then the ``num_test`` test inputs), then moved:
     the same data on every device.
 
     Args:
         n: The number of points.
         d: The input dimension.
-        f: A map from ``n x d`` inputs to ``n x 1`` values; by default
-            ``sum_j sin(2 x_j)``.
+        f: A map from ``n x d`` inputs to ``n x t`` values; by default
+            ``sum_j sin(2 x_j)`` (``t = 1``).
         noise_sd: The standard deviation of the Gaussian noise added to ``f``.
         seed: The generator's seed.
         low: The lower bound of every input.
@@ -81,16 +96,16 @@ def toy_data(
         device: The device of the result.
 
     Returns:
-        ``X`` (``n x d``) and ``Y`` (``n x 1``), and ``X_test`` (``num_test x d``)
+        ``X`` (``n x d``) and ``Y`` (``n x t``), and ``X_test`` (``num_test x d``)
         when ``num_test > 0``.
     """
     g = torch.Generator().manual_seed(seed)
     X = torch.rand(n, d, generator=g, dtype=dtype)
     if (low, high) != (0.0, 1.0):
         X = low + (high - low) * X
-    Y = torch.sin(2 * X).sum(-1, keepdim=True) if f is None else f(X)
+    Y = sine_sum(2.0)(X) if f is None else f(X)
     if noise_sd:
-        Y = Y + noise_sd * torch.randn(n, 1, generator=g, dtype=dtype)
+        Y = Y + noise_sd * torch.randn(Y.shape, generator=g, dtype=dtype)
     out = (X.to(device), Y.to(device))
     if num_test:
         out += (torch.rand(num_test, d, generator=g, dtype=dtype).to(device),)

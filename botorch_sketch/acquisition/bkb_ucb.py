@@ -155,10 +155,10 @@ class qBKBUpperConfidenceBound(qUpperConfidenceBound):
 
         Args:
             model: A fitted single-output NystromGP.
-            form: The form of the width (see :func:`bkb_beta`).
-            rkhs_norm: ``F`` in the model's outcome-transformed units.
-            delta: The failure probability.
-            epsilon: The accuracy of the inducing set.
+            form: As for :class:`BKBUpperConfidenceBound`.
+            rkhs_norm: As for :class:`BKBUpperConfidenceBound`.
+            delta: As for :class:`BKBUpperConfidenceBound`.
+            epsilon: As for :class:`BKBUpperConfidenceBound`.
             sampler: The MC sampler (BoTorch's default if None).
             objective: An MC objective.
             posterior_transform: A ``PosteriorTransform``.

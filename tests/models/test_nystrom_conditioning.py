@@ -3,7 +3,7 @@
 import torch
 from botorch.models.transforms import Normalize
 from gpytorch.means import ZeroMean
-from helpers import rbf_kernel
+from helpers import rbf_kernel, sine_sum, toy_data
 
 from botorch_sketch import NystromGP
 from botorch_sketch.sketching.incremental import IncrementalNystrom
@@ -11,10 +11,7 @@ from botorch_sketch.sketching.online import OnlineDTC
 
 
 def _data(n, d=2, seed=0, **tkwargs):
-    g = torch.Generator().manual_seed(seed)
-    X = torch.rand(n, d, generator=g, dtype=torch.double).to(**tkwargs)
-    noise = 0.1 * torch.randn(n, 1, generator=g, dtype=torch.double).to(**tkwargs)
-    return X, torch.sin(6 * X).sum(-1, keepdim=True) + noise
+    return toy_data(n, d, sine_sum(6), 0.1, seed, **tkwargs)
 
 
 def _model(X, Y, inducing, **tkwargs):
