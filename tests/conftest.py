@@ -23,15 +23,13 @@ def online_nystrom(tkwargs):
 
     Shared by the tests of its BoTorch view and of the contextual UCB action.
     """
-    from gpytorch.kernels import RBFKernel
+    from helpers import rbf_kernel
 
     from botorch_sketch.sketching.incremental import IncrementalNystrom
     from botorch_sketch.sketching.kors import KORS
 
     n = 80
-    k = RBFKernel().to(**tkwargs)
-    k.lengthscale = 0.2
-    k.requires_grad_(False)
+    k = rbf_kernel(0.2, **tkwargs)
     g = torch.Generator().manual_seed(0)  # on the CPU, whatever the device
     rule = KORS(mu=0.5, gamma=3.0, generator=g)
     model = IncrementalNystrom(k, 0.5, 2, rule=rule, **tkwargs)

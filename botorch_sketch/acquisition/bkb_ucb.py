@@ -84,7 +84,7 @@ def bkb_beta(
             float(model.effective_dimension()),
             model.train_X.shape[0],
             noise_std=math.sqrt(lam),
-            regularizer=lam,
+            noise_var=lam,
             rkhs_norm=rkhs_norm,
             delta=delta,
             kappa2=float(kernel_diagonal(model.covar_module, X).max()),
@@ -155,10 +155,10 @@ class qBKBUpperConfidenceBound(qUpperConfidenceBound):
 
         Args:
             model: A fitted single-output NystromGP.
-            form: The form of the width (see :func:`bkb_beta`).
-            rkhs_norm: ``F`` in the model's outcome-transformed units.
-            delta: The failure probability.
-            epsilon: The accuracy of the inducing set.
+            form: As for :class:`BKBUpperConfidenceBound`.
+            rkhs_norm: As for :class:`BKBUpperConfidenceBound`.
+            delta: As for :class:`BKBUpperConfidenceBound`.
+            epsilon: As for :class:`BKBUpperConfidenceBound`.
             sampler: The MC sampler (BoTorch's default if None).
             objective: An MC objective.
             posterior_transform: A ``PosteriorTransform``.

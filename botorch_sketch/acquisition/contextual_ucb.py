@@ -4,9 +4,9 @@ r"""The continuous action maximising UCB at a fixed context.
 A contextual round with a continuous action (EK-UCB [Zenati2022efficient]_ on a
 continuous action set, :mod:`botorch_sketch.bandits.continuous`) is one BoTorch
 acquisition problem: UCB on the
-:class:`~botorch_sketch.models.incremental.IncrementalNystromModel` view of the
-online model, the context held fixed by a ``FixedFeatureAcquisitionFunction``
-and the action optimised by ``optimize_acqf``.
+:class:`~botorch_sketch.models.IncrementalNystromModel` view of the online
+model, the context held fixed by a ``FixedFeatureAcquisitionFunction`` and the
+action optimised by ``optimize_acqf``.
 
 References:
 
@@ -23,7 +23,7 @@ from botorch.exceptions.errors import InputDataError
 from botorch.optim import optimize_acqf
 from torch import Tensor
 
-from botorch_sketch.models.incremental import IncrementalNystromModel
+from botorch_sketch.models.incremental_nystrom_model import IncrementalNystromModel
 from botorch_sketch.sketching.incremental import IncrementalNystrom
 
 

@@ -42,6 +42,7 @@ from gpytorch.kernels import Kernel
 from torch import Tensor
 
 from botorch_sketch.bandits.policy import FiniteArmPolicy, argmax_first
+from botorch_sketch.deprecation import renamed_attribute, renamed_keywords
 from botorch_sketch.sketching.chunks import chunk_size_for, row_chunks
 from botorch_sketch.sketching.confidence import WidthForm, bkb_width
 from botorch_sketch.sketching.kernels import kernel_diagonal
@@ -84,9 +85,11 @@ class DTCUCB(FiniteArmPolicy):
     r"""UCB with a DTC posterior on a fixed dictionary of arms."""
 
     name = "dtc-ucb"
+    refactor_every = renamed_attribute("refactor_every", "refactorise_every")
     #: The dictionary's accuracy ``eps`` in the width (unknown for a fixed set).
     default_epsilon = 0.5
 
+    @renamed_keywords(refactor_every="refactorise_every")
     def __init__(
         self,
         arms: Tensor,
@@ -98,7 +101,7 @@ class DTCUCB(FiniteArmPolicy):
         rkhs_norm: float = 1.0,
         delta: float = 0.5,
         epsilon: float | None = None,
-        refactor_every: int = 1000,
+        refactorise_every: int = 1000,
         chunk_size: int | None = None,
         generator: torch.Generator | None = None,
     ) -> None:
@@ -117,7 +120,7 @@ class DTCUCB(FiniteArmPolicy):
             rkhs_norm: ``F``, the assumed RKHS norm of the reward function.
             delta: The failure probability of the width.
             epsilon: The dictionary accuracy in the width; by default the class's.
-            refactor_every: Pulls between refactorisations of the posterior, which
+            refactorise_every: Pulls between refactorisations of the posterior, which
                 clear the rounding drift of the rank-one updates.
             chunk_size: Arms per chunk in ``O(A m)`` work; by default about 8 MB.
             generator: The random generator.
@@ -145,7 +148,7 @@ class DTCUCB(FiniteArmPolicy):
         self.rkhs_norm = rkhs_norm
         self.delta = delta
         self.epsilon = self.default_epsilon if epsilon is None else epsilon
-        self.refactor_every = refactor_every
+        self.refactorise_every = refactorise_every
         self.chunk_size = chunk_size
         A = self.num_arms
         self.counts = arms.new_zeros(A)
@@ -198,7 +201,7 @@ class DTCUCB(FiniteArmPolicy):
             variance_sum,
             self.num_observations,
             noise_std=self.noise_std,
-            regularizer=self.noise_var,
+            noise_var=self.noise_var,
             rkhs_norm=self.rkhs_norm,
             delta=self.delta,
             kappa2=self.kappa2,
@@ -339,7 +342,7 @@ class DTCUCB(FiniteArmPolicy):
 
     def _count_towards_refactor(self, pulls: int) -> None:
         self._since_refactor += pulls
-        if self._since_refactor >= self.refactor_every:
+        if self._since_refactor >= self.refactorise_every:
             self.posterior.refactorise()
             self.candidates.refresh(self.posterior)
             self._since_refactor = 0

@@ -31,6 +31,27 @@ def _seed_from(generator: torch.Generator | None) -> int:
     return int(torch.randint(2**31 - 1, (1,), generator=generator))
 
 
+def with_noise(
+    values: Tensor, noise_std: float, generator: torch.Generator | None
+) -> Tensor:
+    r"""``values`` plus independent ``N(0, noise_std^2)`` noise.
+
+    The noise is drawn on the generator's device (the CPU for a CPU generator)
+    and moved to that of ``values``, so a seeded run draws the same rewards on
+    every device.
+
+    Args:
+        values: The expected rewards, any shape.
+        noise_std: The noise standard deviation.
+        generator: The random generator.
+
+    Returns:
+        A tensor like ``values``.
+    """
+    noise = torch.randn(values.shape, generator=generator, dtype=values.dtype)
+    return values + noise_std * noise.to(values.device)
+
+
 class FiniteArmEnvironment:
     r"""``A`` arms with expected rewards ``means`` and Gaussian reward noise."""
 
@@ -72,10 +93,7 @@ class FiniteArmEnvironment:
 
     def pull(self, indices: Tensor) -> Tensor:
         r"""Noisy rewards of the arms ``indices`` (a ``q`` tensor)."""
-        noise = torch.randn(
-            indices.shape, generator=self.generator, dtype=self.means.dtype
-        ).to(self.means.device)
-        return self.means[indices] + self.noise_std * noise
+        return with_noise(self.means[indices], self.noise_std, self.generator)
 
     def regret(self, indices: Tensor) -> Tensor:
         r"""Expected instantaneous regret ``max_a f(a) - f(x)`` of each pull."""
@@ -186,10 +204,7 @@ class NoisyRewards:
 
     def noisy(self, expected: Tensor) -> Tensor:
         r"""A noisy observation of expected rewards."""
-        noise = torch.randn(
-            expected.shape, generator=self.generator, dtype=expected.dtype
-        ).to(expected.device)
-        return expected + self.noise_std * noise
+        return with_noise(expected, self.noise_std, self.generator)
 
 
 class ContextualEnvironment(NoisyRewards, ABC):

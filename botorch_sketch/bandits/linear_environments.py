@@ -21,7 +21,7 @@ import torch
 from botorch.exceptions.errors import InputDataError
 from torch import Tensor
 
-from botorch_sketch.bandits.environments import FiniteArmEnvironment
+from botorch_sketch.bandits.environments import FiniteArmEnvironment, with_noise
 
 
 def _unit(v: Tensor) -> Tensor:
@@ -120,10 +120,7 @@ class SphereEnvironment:
 
     def pull(self, actions: Tensor) -> Tensor:
         r"""Noisy rewards of ``q x d`` actions (``q``)."""
-        noise = torch.randn(
-            actions.shape[:-1], generator=self.generator, dtype=self.theta.dtype
-        ).to(self.theta.device)
-        return actions @ self.theta + self.noise_std * noise
+        return with_noise(actions @ self.theta, self.noise_std, self.generator)
 
     def regret(self, actions: Tensor) -> Tensor:
         r"""Expected regret ``||theta*|| - x^T theta*`` of ``q x d`` actions (``q``)."""

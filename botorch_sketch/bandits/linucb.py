@@ -41,6 +41,7 @@ from botorch.exceptions.errors import BotorchTensorDimensionError, InputDataErro
 from torch import Tensor
 
 from botorch_sketch.bandits.policy import ContextualPolicy, argmax_first
+from botorch_sketch.deprecation import renamed_keywords
 from botorch_sketch.sketching.ridge import OnlineRidge
 from botorch_sketch.sketching.sgd import (
     HarmonicStep,
@@ -89,17 +90,18 @@ class LinUCB(ContextualPolicy):
     r"""LinUCB with Sherman-Morrison updates: exact ridge, ``O(d^2)`` per update.
 
     Example:
-        >>> policy = LinUCB(dim=d, ridge=1.0, width=0.5)
+        >>> policy = LinUCB(dim=d, noise_var=1.0, width=0.5)
         >>> i = policy.select(candidates)
         >>> policy.update(candidates[i].unsqueeze(0), reward.reshape(1))
     """
 
     name = "LinUCB"
 
+    @renamed_keywords(ridge="noise_var")
     def __init__(
         self,
         dim: int,
-        ridge: float = 1.0,
+        noise_var: float = 1.0,
         width: float = 1.0,
         dtype: torch.dtype = torch.double,
         device: torch.device | str | None = None,
@@ -108,7 +110,9 @@ class LinUCB(ContextualPolicy):
 
         Args:
             dim: The feature dimension ``d``.
-            ridge: The ridge ``lambda`` of ``A_n + lambda I``.
+            noise_var: ``lambda`` of ``A_n + lambda I``: the ridge penalty, which
+                is the noise variance of the Gaussian linear model with a
+                standard normal prior (the GP view of the other policies).
             width: The width multiplier ``kappa``.
             dtype: The floating point type.
             device: The device.
@@ -117,7 +121,7 @@ class LinUCB(ContextualPolicy):
         _check_width(width)
         self.dim = dim
         self.width = width
-        self.solver = OnlineRidge(dim, ridge=ridge, dtype=dtype, device=device)
+        self.solver = OnlineRidge(dim, noise_var=noise_var, dtype=dtype, device=device)
 
     @property
     def theta(self) -> Tensor:

@@ -4,8 +4,9 @@ r"""Bandit loops with regret bookkeeping, timing, progress bars and plots."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import Tensor
@@ -95,6 +96,26 @@ class BanditTrace:
         return torch.cat(self.indices) if self.indices else torch.empty(0)
 
 
+class _PolicyClock:
+    r"""The wall time of a step's policy calls, the environment's excluded."""
+
+    __slots__ = ("seconds",)
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+
+    def __call__(self, method: Callable[..., Any], *args: Any) -> Any:
+        r"""Call ``method(*args)``, adding its wall time to :attr:`seconds`."""
+        start = time.perf_counter()
+        out = method(*args)
+        self.seconds += time.perf_counter() - start
+        return out
+
+
+def _steps(trace: BanditTrace, num_steps: int, progress: bool) -> range:
+    return tqdm(range(num_steps), desc=trace.name, disable=not progress, leave=False)
+
+
 def run_finite(
     policy: FiniteArmPolicy,
     env: FiniteArmEnvironment,
@@ -117,16 +138,12 @@ def run_finite(
         The trace of the run.
     """
     trace = BanditTrace(name=name or policy.name)
-    for _ in tqdm(range(num_steps), desc=trace.name, disable=not progress, leave=False):
-        start = time.perf_counter()
-        indices = policy.select(batch_size)
-        mid = time.perf_counter()
+    for _ in _steps(trace, num_steps, progress):
+        clock = _PolicyClock()
+        indices = clock(policy.select, batch_size)
         rewards = env.pull(indices)
-        resume = time.perf_counter()
-        policy.update(indices, rewards)
-        end = time.perf_counter()
-        seconds = (mid - start) + (end - resume)
-        trace.book(seconds, env.regret(indices).sum(), rewards, policy, indices)
+        clock(policy.update, indices, rewards)
+        trace.book(clock.seconds, env.regret(indices).sum(), rewards, policy, indices)
     return trace
 
 
@@ -152,20 +169,14 @@ def run_contextual(
         The trace of the run.
     """
     trace = BanditTrace(name=name or policy.name)
-    for _ in tqdm(
-        range(num_rounds), desc=trace.name, disable=not progress, leave=False
-    ):
+    for _ in _steps(trace, num_rounds, progress):
         candidates, expected = env.candidates()
-        start = time.perf_counter()
-        index = policy.select(candidates)
-        mid = time.perf_counter()
+        clock = _PolicyClock()
+        index = clock(policy.select, candidates)
         reward = env.noisy(expected[index].reshape(1))
-        resume = time.perf_counter()
-        policy.update(candidates[index].reshape(1, -1), reward)
-        end = time.perf_counter()
+        clock(policy.update, candidates[index].reshape(1, -1), reward)
         regret = expected.max() - expected[index]
-        seconds = (mid - start) + (end - resume)
-        trace.book(seconds, regret, reward, policy, index.reshape(1))
+        trace.book(clock.seconds, regret, reward, policy, index.reshape(1))
     return trace
 
 
@@ -195,23 +206,17 @@ def run_continuous_contextual(
         The trace of the run.
     """
     trace = BanditTrace(name=name or policy.name)
-    for _ in tqdm(
-        range(num_rounds), desc=trace.name, disable=not progress, leave=False
-    ):
+    for _ in _steps(trace, num_rounds, progress):
         context = env.context()
-        start = time.perf_counter()
-        action = policy.select(context)
-        mid = time.perf_counter()
+        clock = _PolicyClock()
+        action = clock(policy.select, context)
         contexts, actions = context.unsqueeze(0), action.reshape(1, -1).to(context)
         expected = env.expected_reward(contexts, actions)
         reward = env.noisy(expected)
         state = torch.cat([context.to(action), action.reshape(-1)])
-        resume = time.perf_counter()
-        policy.update(state, reward.to(action))
-        end = time.perf_counter()
+        clock(policy.update, state, reward.to(action))
         regret = env.best_reward(context) - expected.sum()
-        seconds = (mid - start) + (end - resume)
-        trace.book(seconds, regret, reward, policy, action.reshape(1, -1))
+        trace.book(clock.seconds, regret, reward, policy, action.reshape(1, -1))
     return trace
 
 

@@ -41,10 +41,12 @@ from botorch_sketch.bandits.gp_ucb import GPUCB
 from botorch_sketch.bandits.loop import plot_experiments
 from botorch_sketch.bandits.random_policy import RandomPolicy
 from botorch_sketch.benchmarks.metrics import (
+    BanditRow,
     TorchCallCounter,
     dtc_step_flops,
     machine_rates,
     reference_row,
+    trace_columns,
 )
 
 EXACT = "gp-ucb"
@@ -67,17 +69,10 @@ class Case:
 
 
 @dataclass
-class Row:
+class Row(BanditRow):
     r"""One policy on one case."""
 
     case: Case
-    method: str
-    seconds: float
-    regret: float
-    dictionary: int
-    ms_early: float  #: mean ms per step over the first 10% of steps
-    ms_late: float  #: mean ms per step over the last 10% of steps
-    ms_mid: float  #: mean ms per step over steps 40% to 50%
     #: The arithmetic of a steady single-pull step at the run's mean dictionary
     #: size over the machine's measured matrix-vector rate (None: no model).
     floor_ms: float | None = None
@@ -172,12 +167,8 @@ def run(budget_name: str = "small") -> tuple[list[Row], dict[str, list[BanditTra
             row = Row(
                 case=case,
                 method=method,
-                seconds=trace.total_time,
-                regret=float(trace.cumulative_regret[-1]),
                 dictionary=policy.dictionary_size,
-                ms_early=trace.mean_step_ms(0.0, 0.1),
-                ms_mid=trace.mean_step_ms(0.4, 0.5),
-                ms_late=trace.mean_step_ms(0.9, 1.0),
+                **trace_columns(trace),
                 floor_ms=floor,
                 calls_per_step=calls,
             )

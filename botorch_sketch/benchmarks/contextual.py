@@ -48,7 +48,7 @@ from botorch_sketch.bandits.contextual_environments import (
 )
 from botorch_sketch.bandits.environments import ContextualEnvironment
 from botorch_sketch.bandits.loop import BanditTrace, plot_experiments, run_contextual
-from botorch_sketch.benchmarks.metrics import reference_row
+from botorch_sketch.benchmarks.metrics import BanditRow, reference_row, trace_columns
 
 EXACT = "kernel-ucb"
 ALL = ("ek-ucb", EXACT, "cbbkb", "cbkb")
@@ -83,18 +83,11 @@ BUDGETS: dict[str, list[Case]] = {
 
 
 @dataclass
-class Row:
-    r"""One policy on one case."""
+class Row(BanditRow):
+    r"""One policy on one case (steps are rounds)."""
 
     case: Case
-    method: str
-    seconds: float
-    regret: float
-    reward: float
-    dictionary: int
-    ms_early: float  #: mean ms per round over the first 10% of rounds
-    ms_mid: float  #: mean ms per round over rounds 40% to 50%
-    ms_late: float  #: mean ms per round over the last 10% of rounds
+    reward: float  #: cumulative observed reward
 
 
 def _rbf(lengthscale: float, **kwargs) -> RBFKernel:
@@ -151,13 +144,9 @@ def run(budget_name: str = "small") -> tuple[list[Row], dict[str, list[BanditTra
             row = Row(
                 case=case,
                 method=method,
-                seconds=trace.total_time,
-                regret=float(trace.cumulative_regret[-1]),
                 reward=float(trace.cumulative_reward[-1]),
                 dictionary=policy.dictionary_size,
-                ms_early=trace.mean_step_ms(0.0, 0.1),
-                ms_mid=trace.mean_step_ms(0.4, 0.5),
-                ms_late=trace.mean_step_ms(0.9, 1.0),
+                **trace_columns(trace),
             )
             rows.append(row)
             case_traces.append(trace)

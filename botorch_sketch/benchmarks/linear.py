@@ -97,7 +97,7 @@ def policies(dim: int, seed: int) -> dict[str, Callable[[], ContextualPolicy]]:
         return build
 
     return {
-        BASELINE: lambda: LinUCB(dim, ridge=RIDGE, width=WIDTH),
+        BASELINE: lambda: LinUCB(dim, noise_var=RIDGE, width=WIDTH),
         "SGDLinUCB": sgd(ridge=InverseRidge(RIDGE)),
         "SGDLinUCB 16 steps/obs": sgd(ridge=InverseRidge(RIDGE), steps_per_update=16),
         "SGDLinUCB paper (n^-0.4, 1/(100+n))": sgd(
@@ -233,6 +233,19 @@ def _baseline(rows: list[Row], row: Row) -> Row | None:
     return None
 
 
+def _against_baseline(rows: list[Row]) -> list[tuple[Row, float, float]]:
+    # Each non-baseline row with its speed-up and reward ratio over LinUCB.
+    out = []
+    for row in rows:
+        if row.policy == BASELINE:
+            continue
+        base = _baseline(rows, row)
+        speed = base.seconds_per_step / row.seconds_per_step
+        ratio = row.reward / base.reward if base.reward else float("nan")
+        out.append((row, speed, ratio))
+    return out
+
+
 def render(rows: list[Row], machine: str) -> str:
     r"""Markdown tables: ratios against ``LinUCB`` first, then absolute numbers."""
     lines = [
@@ -245,12 +258,7 @@ def render(rows: list[Row], machine: str) -> str:
         "| experiment | d | policy | speed-up | reward ratio |",
         "|---|---:|---|---:|---:|",
     ]
-    for row in rows:
-        if row.policy == BASELINE:
-            continue
-        base = _baseline(rows, row)
-        speed = base.seconds_per_step / row.seconds_per_step
-        ratio = row.reward / base.reward if base.reward else float("nan")
+    for row, speed, ratio in _against_baseline(rows):
         lines.append(
             f"| {row.experiment} | {row.dim} | {row.policy} | {speed:.1f}x | "
             f"{ratio:.3f} |"
@@ -297,12 +305,7 @@ def plot(rows: list[Row], path: str) -> None:
 
     fig = Figure(figsize=(7, 4.5))
     ax = fig.subplots()
-    for row in rows:
-        if row.policy == BASELINE:
-            continue
-        base = _baseline(rows, row)
-        speed = base.seconds_per_step / row.seconds_per_step
-        ratio = row.reward / base.reward if base.reward else float("nan")
+    for row, speed, ratio in _against_baseline(rows):
         marker = "o" if row.experiment == "synthetic" else "s"
         ax.scatter(speed, ratio, marker=marker)
         ax.annotate(

@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import torch
 from botorch.models.model import Model
@@ -17,6 +17,9 @@ from torch import Tensor
 from torch.overrides import TorchFunctionMode
 
 from botorch_sketch.sketching.chunks import row_chunks
+
+if TYPE_CHECKING:
+    from botorch_sketch.bandits.loop import BanditTrace
 
 
 @dataclass
@@ -90,6 +93,37 @@ def stopwatch() -> Iterator[Callable[[], float]]:
         yield lambda: (end[0] if end else time.perf_counter()) - start
     finally:
         end.append(time.perf_counter())
+
+
+@dataclass
+class BanditRow:
+    r"""One bandit policy on one case: the columns every bandit benchmark has."""
+
+    case: Any
+    method: str
+    seconds: float  #: policy time of the whole run
+    regret: float  #: cumulative expected regret
+    dictionary: int  #: the policy's final dictionary size
+    ms_early: float  #: mean ms per step over the first 10% of steps
+    ms_mid: float  #: mean ms per step over steps 40% to 50%
+    ms_late: float  #: mean ms per step over the last 10% of steps
+
+
+def trace_columns(trace: BanditTrace) -> dict[str, float]:
+    r"""A bandit run's columns of a benchmark row: total time, regret, ms per step.
+
+    Returns:
+        ``seconds`` (policy time), ``regret`` (cumulative), and ``ms_early``,
+        ``ms_mid``, ``ms_late``: the mean ms per step over the first 10%, steps
+        40% to 50% and the last 10% of the run.
+    """
+    return {
+        "seconds": trace.total_time,
+        "regret": float(trace.cumulative_regret[-1]),
+        "ms_early": trace.mean_step_ms(0.0, 0.1),
+        "ms_mid": trace.mean_step_ms(0.4, 0.5),
+        "ms_late": trace.mean_step_ms(0.9, 1.0),
+    }
 
 
 RowT = TypeVar("RowT")

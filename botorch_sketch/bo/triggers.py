@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 
+from botorch.exceptions.errors import InputDataError
+
 
 class SubsetTrigger(ABC):
     r"""Decides the subset size for the next model, from the run so far."""
@@ -54,11 +56,11 @@ class CountTrigger(SubsetTrigger):
                 defaults to ``size`` (the paper's ``M = N`` at the switch).
         """
         if size < 1:
-            raise ValueError(f"size must be positive, got {size}.")
+            raise InputDataError(f"size must be positive, got {size}.")
         self.size = size
         self.switch_at = size if switch_at is None else switch_at
         if self.switch_at < size:
-            raise ValueError(
+            raise InputDataError(
                 f"switch_at ({self.switch_at}) must be at least size ({size})."
             )
 
@@ -91,9 +93,9 @@ class TimeTrigger(SubsetTrigger):
             warmup: Iterations averaged into ``T_bar``.
         """
         if factor <= 1:
-            raise ValueError(f"factor must exceed 1, got {factor}.")
+            raise InputDataError(f"factor must exceed 1, got {factor}.")
         if warmup < 1:
-            raise ValueError(f"warmup must be positive, got {warmup}.")
+            raise InputDataError(f"warmup must be positive, got {warmup}.")
         self.factor = factor
         self.warmup = warmup
         self.baseline: list[float] = []

@@ -34,6 +34,7 @@ from typing import Any
 
 import torch
 from botorch.acquisition.acquisition import AcquisitionFunction
+from botorch.exceptions.errors import InputDataError, UnsupportedError
 from botorch.models.model import Model
 
 try:
@@ -81,7 +82,7 @@ def register_with_ax(*classes: type[Model] | type[AcquisitionFunction]) -> None:
         elif isinstance(cls, type) and issubclass(cls, AcquisitionFunction):
             register_acquisition_function(cls)
         else:
-            raise ValueError(
+            raise UnsupportedError(
                 "register_with_ax takes BoTorch Model or AcquisitionFunction "
                 f"classes; got {cls!r}."
             )
@@ -104,19 +105,21 @@ def _generation_strategy(
     use_existing_trials: bool,
 ) -> GenerationStrategy:
     if not isinstance(num_initial, int) or num_initial < 1:
-        raise ValueError(f"num_initial must be a positive integer, got {num_initial}.")
+        raise InputDataError(
+            f"num_initial must be a positive integer, got {num_initial}."
+        )
     if botorch_acqf_class is not None:
         if not (
             isinstance(botorch_acqf_class, type)
             and issubclass(botorch_acqf_class, AcquisitionFunction)
         ):
-            raise ValueError(
+            raise UnsupportedError(
                 "botorch_acqf_class must be a BoTorch AcquisitionFunction class, got "
                 f"{botorch_acqf_class!r}."
             )
         register_with_ax(botorch_acqf_class)
     elif botorch_acqf_options:
-        raise ValueError("botorch_acqf_options need a botorch_acqf_class.")
+        raise InputDataError("botorch_acqf_options need a botorch_acqf_class.")
     generator_kwargs: dict[str, Any] = {}
     if surrogate_spec is not None:
         generator_kwargs["surrogate_spec"] = surrogate_spec
@@ -196,7 +199,7 @@ def sketch_generation_strategy(
         A ``GenerationStrategy`` for ``Client.set_generation_strategy``.
     """
     if not (isinstance(model_class, type) and issubclass(model_class, Model)):
-        raise ValueError(
+        raise UnsupportedError(
             f"model_class must be a BoTorch Model class, got {model_class!r}."
         )
     register_with_ax(model_class)

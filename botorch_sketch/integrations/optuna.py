@@ -50,6 +50,7 @@ from botorch.acquisition.multi_objective.objective import (
     IdentityMCMultiOutputObjective,
 )
 from botorch.acquisition.objective import GenericMCObjective
+from botorch.exceptions.errors import InputDataError, UnsupportedError
 from botorch.fit import fit_gpytorch_mll
 from botorch.models import ModelListGP
 from botorch.models.model import Model
@@ -204,7 +205,7 @@ class SketchSampler(BaseSampler):
         """
         if isinstance(model, type):
             if not issubclass(model, Model):
-                raise ValueError(
+                raise UnsupportedError(
                     f"model must be a BoTorch Model class or a factory "
                     f"(train_X, train_Y) -> fitted Model; got the class {model!r}."
                 )
@@ -212,17 +213,17 @@ class SketchSampler(BaseSampler):
                 # Fail now, not at the first model-based trial, on a misspelling.
                 inspect.signature(model).bind(None, None, **(model_options or {}))
             except TypeError as e:
-                raise ValueError(
+                raise InputDataError(
                     f"model_options {sorted(model_options or {})} do not fit "
                     f"{model.__name__}: {e}."
                 ) from e
         elif not callable(model):
-            raise ValueError(
+            raise UnsupportedError(
                 "model must be a BoTorch Model class or a factory "
                 f"(train_X, train_Y) -> fitted Model; got {model!r}."
             )
         elif model_options:
-            raise ValueError(
+            raise InputDataError(
                 "model_options are passed to a model class; a factory takes its "
                 "options itself (use functools.partial)."
             )
@@ -234,14 +235,14 @@ class SketchSampler(BaseSampler):
         _check_int("refit_every", refit_every, 1)
         _check_acquisition(acquisition)
         if raw_samples < num_restarts:
-            raise ValueError(
+            raise InputDataError(
                 f"raw_samples ({raw_samples}) must be at least num_restarts "
                 f"({num_restarts}): the restarts are chosen from the raw samples."
             )
         if independent_sampler is not None and not isinstance(
             independent_sampler, BaseSampler
         ):
-            raise ValueError(
+            raise UnsupportedError(
                 "independent_sampler must be an optuna.samplers.BaseSampler; "
                 f"got {independent_sampler!r}."
             )
@@ -806,7 +807,7 @@ def _constraint_values(trials: list[FrozenTrial]) -> np.ndarray | None:
     keys = sorted(trials[0].constraints)
     for t in trials:
         if sorted(t.constraints) != keys:
-            raise ValueError(
+            raise InputDataError(
                 f"Every completed trial must set the same constraints: trial "
                 f"{trials[0].number} set {keys}, trial {t.number} set "
                 f"{sorted(t.constraints)}."
@@ -856,9 +857,11 @@ def _contains(search_space: dict[str, BaseDistribution], params: dict) -> bool:
 
 def _check_acquisition(acquisition: str) -> None:
     if acquisition not in ("auto", "mc"):
-        raise ValueError(f'acquisition must be "auto" or "mc"; got {acquisition!r}.')
+        raise InputDataError(
+            f'acquisition must be "auto" or "mc"; got {acquisition!r}.'
+        )
 
 
 def _check_int(name: str, value: int, minimum: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}; got {value!r}.")
+        raise InputDataError(f"{name} must be an integer >= {minimum}; got {value!r}.")

@@ -159,7 +159,7 @@ class SGDLinearModel(Model):
         self.tracker: WidthTracker | None = None
         self.arms: Tensor | None = None
         if variance == "exact":
-            self.exact = OnlineRidge(m, ridge=self.noise_var, **tkwargs)
+            self.exact = OnlineRidge(m, noise_var=self.noise_var, **tkwargs)
         else:
             if arms.ndim != 2 or arms.shape[-1] != train_X.shape[-1]:
                 raise BotorchTensorDimensionError(

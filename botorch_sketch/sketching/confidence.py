@@ -35,14 +35,17 @@ from typing import Literal
 
 from botorch.exceptions.errors import InputDataError
 
+from botorch_sketch.deprecation import renamed_keywords
+
 WidthForm = Literal["theory", "authors"]
 
 
+@renamed_keywords(regularizer="noise_var")
 def bkb_width(
     variance_sum: float,
     num_observations: int,
     noise_std: float,
-    regularizer: float,
+    noise_var: float,
     rkhs_norm: float = 1.0,
     delta: float = 0.5,
     kappa2: float = 1.0,
@@ -56,7 +59,7 @@ def bkb_width(
             in the ``1 / lambda`` scale.
         num_observations: ``t``.
         noise_std: ``xi``, the sub-Gaussian constant of the reward noise.
-        regularizer: ``lambda``.
+        noise_var: ``lambda``, the regulariser (the GP noise variance).
         rkhs_norm: ``F``, a bound on the RKHS norm of the reward function.
         delta: The failure probability.
         kappa2: ``max_x k(x, x)``.
@@ -81,7 +84,7 @@ def bkb_width(
             f"rkhs_norm must be finite and non-negative, got {rkhs_norm}."
         )
     t = max(num_observations, 1)
-    bias = math.sqrt(regularizer) * rkhs_norm
+    bias = math.sqrt(noise_var) * rkhs_norm
     if form == "authors":
         return bias + math.sqrt(
             noise_std**2 * (math.log(t) * variance_sum + math.log(1 / delta))

@@ -32,6 +32,7 @@ import torch
 from botorch.exceptions.errors import BotorchTensorDimensionError, InputDataError
 from torch import Tensor
 
+from botorch_sketch.deprecation import renamed_attribute, renamed_keywords
 from botorch_sketch.sketching.weight_posterior import WeightPosterior
 
 
@@ -39,15 +40,18 @@ class OnlineRidge:
     r"""``theta_n = (A_n + lambda I)^{-1} b_n`` and ``(A_n + lambda I)^{-1}``, online.
 
     Example:
-        >>> ridge = OnlineRidge(dim=10, ridge=1.0)
+        >>> ridge = OnlineRidge(dim=10, noise_var=1.0)
         >>> ridge.observe(x, y)
         >>> ridge.theta, ridge.quadratic_forms(candidates)
     """
 
+    ridge = renamed_attribute("ridge", "noise_var")
+
+    @renamed_keywords(ridge="noise_var")
     def __init__(
         self,
         dim: int,
-        ridge: float = 1.0,
+        noise_var: float = 1.0,
         dtype: torch.dtype = torch.double,
         device: torch.device | str | None = None,
     ) -> None:
@@ -55,16 +59,19 @@ class OnlineRidge:
 
         Args:
             dim: The feature dimension ``d``.
-            ridge: The ridge ``lambda > 0``.
+            noise_var: The ridge ``lambda > 0``, the noise variance of the
+                Gaussian linear model with a standard normal prior.
             dtype: The floating point type.
             device: The device.
         """
         if dim < 1:
             raise InputDataError(f"dim must be at least 1, got {dim}.")
-        if not (math.isfinite(ridge) and ridge > 0):
-            raise InputDataError(f"ridge must be finite and positive, got {ridge}.")
+        if not (math.isfinite(noise_var) and noise_var > 0):
+            raise InputDataError(
+                f"noise_var must be finite and positive, got {noise_var}."
+            )
         self.dim = dim
-        self.ridge = float(ridge)
+        self.noise_var = float(noise_var)
         like = torch.empty(0, dtype=dtype, device=device)
         self.posterior = WeightPosterior.prior(dim, like=like)
         self.n = 0
@@ -77,7 +84,7 @@ class OnlineRidge:
     @property
     def inverse(self) -> Tensor:
         r"""``(A_n + lambda I)^{-1}`` (``d x d``), formed."""
-        return (self.posterior.weight_covariance / self.ridge).to(self.theta)
+        return (self.posterior.weight_covariance / self.noise_var).to(self.theta)
 
     def observe(self, x: Tensor, y: float | Tensor) -> None:
         r"""Add one observation by a Sherman-Morrison update, ``O(d^2)``.
@@ -94,7 +101,7 @@ class OnlineRidge:
         y = torch.as_tensor(y, dtype=self.theta.dtype, device=self.theta.device)
         if not bool(torch.isfinite(x).all() and torch.isfinite(y).all()):
             raise InputDataError("Observation contains NaN or infinite values.")
-        self.posterior.update_one_(x, 0.0, float(y), self.ridge)
+        self.posterior.update_one_(x, 0.0, float(y), self.noise_var)
         self.n += 1
 
     def observe_batch(self, X: Tensor, Y: Tensor) -> None:
@@ -104,7 +111,7 @@ class OnlineRidge:
 
     def quadratic_forms(self, X: Tensor) -> Tensor:
         r"""``x^T (A_n + lambda I)^{-1} x`` for the rows of a ``... x d`` tensor."""
-        return self.posterior.quadratic_form(X) / self.ridge
+        return self.posterior.quadratic_form(X) / self.noise_var
 
     def clone(self) -> OnlineRidge:
         r"""An independent copy (``O(d^2)``)."""

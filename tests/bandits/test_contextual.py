@@ -2,17 +2,11 @@ import pytest
 import torch
 from botorch.exceptions.errors import BotorchTensorDimensionError, InputDataError
 from gpytorch.kernels import ProductKernel, RBFKernel
+from helpers import exact_gp_posterior, rbf_kernel
 
 from botorch_sketch.bandits.contextual import CBBKB, CBKB, EKUCB, KernelUCB
 from botorch_sketch.bandits.contextual_environments import Bump
 from botorch_sketch.bandits.loop import run_contextual
-
-
-def _kernel():
-    k = RBFKernel().double()
-    k.lengthscale = 0.1
-    k.requires_grad_(False)
-    return k
 
 
 def _gen(seed=0):
@@ -22,7 +16,7 @@ def _gen(seed=0):
 def test_kernel_ucb_scores_are_the_dense_k_ucb_scores():
     env = Bump(generator=_gen(1))
     lam, beta = 2.0, 0.7
-    policy = KernelUCB(_kernel(), lam, env.dim, beta=beta, generator=_gen())
+    policy = KernelUCB(rbf_kernel(0.1), lam, env.dim, beta=beta, generator=_gen())
     states, rewards = [], []
     for _ in range(60):
         cands, expected = env.candidates()
@@ -33,11 +27,9 @@ def test_kernel_ucb_scores_are_the_dense_k_ucb_scores():
         rewards.append(r)
     S, Y = torch.stack(states), torch.cat(rewards)
     cands, _ = env.candidates()
-    k = _kernel()
-    A = k(S).to_dense() + lam * torch.eye(60, dtype=torch.double)
-    Kc = k(cands, S).to_dense()
-    mu = Kc @ torch.linalg.solve(A, Y)
-    sigma2 = (1 - (Kc * torch.linalg.solve(A, Kc.mT).mT).sum(-1)) / lam
+    k = rbf_kernel(0.1)
+    mu, var = exact_gp_posterior(k, S, Y, lam, cands)
+    sigma2 = var / lam
     expected_scores = mu + beta * sigma2.sqrt()
     assert torch.allclose(policy.scores(cands), expected_scores, atol=1e-10)
 
@@ -45,8 +37,8 @@ def test_kernel_ucb_scores_are_the_dense_k_ucb_scores():
 def test_ek_ucb_with_huge_gamma_plays_as_kernel_ucb():
     traces = []
     policies = (
-        EKUCB(_kernel(), 10.0, 6, gamma=1e12, generator=_gen()),
-        KernelUCB(_kernel(), 10.0, 6, generator=_gen()),
+        EKUCB(rbf_kernel(0.1), 10.0, 6, gamma=1e12, generator=_gen()),
+        KernelUCB(rbf_kernel(0.1), 10.0, 6, generator=_gen()),
     )
     for policy in policies:
         env = Bump(generator=_gen(2))
@@ -61,7 +53,7 @@ def test_ek_ucb_with_huge_gamma_plays_as_kernel_ucb():
 def test_ek_ucb_is_reproducible_and_sketches():
     runs = []
     for _ in range(2):
-        policy = EKUCB(_kernel(), 10.0, 6, gamma=1.0, generator=_gen(5))
+        policy = EKUCB(rbf_kernel(0.1), 10.0, 6, gamma=1.0, generator=_gen(5))
         trace = run_contextual(policy, Bump(generator=_gen(3)), 150, progress=False)
         runs.append((trace.chosen, trace.dictionary_size))
     assert torch.equal(runs[0][0], runs[1][0]) and runs[0][1] == runs[1][1]
@@ -70,7 +62,7 @@ def test_ek_ucb_is_reproducible_and_sketches():
 
 @pytest.mark.parametrize("cls", [CBKB, CBBKB])
 def test_resampling_policies_learn_and_redraw(cls):
-    policy = cls(_kernel(), 10.0, 6, generator=_gen())
+    policy = cls(rbf_kernel(0.1), 10.0, 6, generator=_gen())
     env = Bump(generator=_gen(4))
     trace = run_contextual(policy, env, 80, progress=False)
     assert policy.dictionary_size >= 1
@@ -114,12 +106,12 @@ def test_product_kernel_and_learning_beats_random():
 
 
 def test_validation():
-    policy = EKUCB(_kernel(), 1.0, 6, generator=_gen())
+    policy = EKUCB(rbf_kernel(0.1), 1.0, 6, generator=_gen())
     with pytest.raises(BotorchTensorDimensionError):
         policy.select(torch.rand(4, 3, dtype=torch.double))
     with pytest.raises(InputDataError):
         policy.update(torch.rand(2, 6, dtype=torch.double), torch.zeros(3))
     with pytest.raises(InputDataError):
-        KernelUCB(_kernel(), 1.0, 6, beta=-1.0)
+        KernelUCB(rbf_kernel(0.1), 1.0, 6, beta=-1.0)
     with pytest.raises(InputDataError):
-        CBBKB(_kernel(), 1.0, 6, threshold=0.5)
+        CBBKB(rbf_kernel(0.1), 1.0, 6, threshold=0.5)

@@ -1,7 +1,7 @@
 import pytest
 import torch
 from botorch.exceptions.errors import InputDataError
-from gpytorch.kernels import RBFKernel
+from helpers import rbf_kernel
 
 from botorch_sketch.bandits.contextual import CBBKB, CBKB, EKUCB, KernelUCB
 from botorch_sketch.bandits.contextual_environments import Bump
@@ -19,13 +19,6 @@ def _gen(seed=0):
     return torch.Generator().manual_seed(seed)
 
 
-def _kernel(lengthscale=0.3):
-    k = RBFKernel().double()
-    k.lengthscale = lengthscale
-    k.requires_grad_(False)
-    return k
-
-
 def _trained(grid_size=64, refine=True, n=40, seed=0):
     r"""EK-UCB on 2-d contexts and 2-d actions in [-1, 1] x [0, 0.5], fed n points.
 
@@ -34,7 +27,7 @@ def _trained(grid_size=64, refine=True, n=40, seed=0):
     """
     bounds = torch.tensor([[-1.0, 0.0], [1.0, 0.5]], dtype=torch.double)
     g = _gen(seed)
-    policy = EKUCB(_kernel(0.4), 0.1, 4, gamma=1e12, generator=g)
+    policy = EKUCB(rbf_kernel(0.4), 0.1, 4, gamma=1e12, generator=g)
     wrapper = ContinuousActionUCB(
         policy, bounds, grid_size=grid_size, generator=g, refine=refine
     )
@@ -155,7 +148,7 @@ def test_first_round_draws_a_uniform_action_from_the_generator():
 
     def first(seed):
         g = _gen(seed)
-        policy = EKUCB(_kernel(), 0.1, 6, generator=g)
+        policy = EKUCB(rbf_kernel(0.3), 0.1, 6, generator=g)
         return ContinuousActionUCB(policy, bounds, generator=g).select(x)
 
     a = first(0)
@@ -167,7 +160,7 @@ def test_first_round_draws_a_uniform_action_from_the_generator():
 @pytest.mark.parametrize("cls", [KernelUCB, EKUCB, CBKB, CBBKB])
 def test_every_contextual_policy_runs_with_continuous_actions(cls):
     env = ContinuousBump(generator=_gen(3))
-    policy = cls(_kernel(), 0.1, env.dim, generator=_gen())
+    policy = cls(rbf_kernel(0.3), 0.1, env.dim, generator=_gen())
     wrapper = ContinuousActionUCB(policy, UNIT, grid_size=16, generator=_gen(1))
     trace = run_continuous_contextual(wrapper, env, 25, progress=False)
     assert trace.name == f"{cls.name}-continuous"
@@ -193,7 +186,7 @@ def test_refined_ek_ucb_beats_random_actions_on_continuous_bump():
     for seed in seeds:
         env = ContinuousBump(generator=_gen(seed))
         g = _gen(100 + seed)
-        policy = EKUCB(_kernel(0.3), 0.1, env.dim, generator=g)
+        policy = EKUCB(rbf_kernel(0.3), 0.1, env.dim, generator=g)
         wrapper = ContinuousActionUCB(policy, UNIT, generator=g)
         trace = run_continuous_contextual(wrapper, env, num_rounds, progress=False)
         refined.append(float(trace.cumulative_regret[-1]))
@@ -211,7 +204,7 @@ def test_refinement_beats_a_coarse_grid_on_continuous_bump():
         for seed in (0, 1):
             env = ContinuousBump(generator=_gen(seed))
             g = _gen(100 + seed)
-            policy = EKUCB(_kernel(0.3), 0.1, env.dim, generator=g)
+            policy = EKUCB(rbf_kernel(0.3), 0.1, env.dim, generator=g)
             wrapper = ContinuousActionUCB(
                 policy, UNIT, grid_size=4, generator=g, refine=refine
             )
@@ -226,7 +219,7 @@ def test_same_seed_same_actions():
         env = ContinuousBump(generator=_gen(4))
         g = _gen(seed)
         wrapper = ContinuousActionUCB(
-            EKUCB(_kernel(), 0.1, env.dim, generator=g), UNIT, generator=g
+            EKUCB(rbf_kernel(0.3), 0.1, env.dim, generator=g), UNIT, generator=g
         )
         return run_continuous_contextual(wrapper, env, 20, progress=False)
 
@@ -236,7 +229,7 @@ def test_same_seed_same_actions():
 
 
 def test_bad_inputs_raise():
-    policy = EKUCB(_kernel(), 0.1, 6, generator=_gen())
+    policy = EKUCB(rbf_kernel(0.3), 0.1, 6, generator=_gen())
     with pytest.raises(InputDataError, match="2 x action_dim"):
         ContinuousActionUCB(policy, torch.tensor([0.0, 1.0]))
     with pytest.raises(InputDataError, match="2 x action_dim"):

@@ -1,40 +1,24 @@
 import pytest
 import torch
-from gpytorch.kernels import RBFKernel, ScaleKernel
+from helpers import exact_gp_posterior, rbf_kernel
 
 from botorch_sketch.bandits import FiniteArmEnvironment, run_finite
 from botorch_sketch.bandits.dtc_ucb import DTCUCB
 from botorch_sketch.bandits.gp_ucb import GPUCB
 
 
-def _kernel(lengthscale):
-    k = ScaleKernel(RBFKernel()).double()
-    k.base_kernel.lengthscale = lengthscale
-    k.outputscale = 2.0
-    return k.requires_grad_(False)
-
-
-def _dense_posterior(kernel, arms, indices, rewards, lam):
-    X = arms[indices]
-    K = kernel(X).to_dense() + lam * torch.eye(len(indices), dtype=X.dtype)
-    Ka = kernel(arms, X).to_dense()
-    mean = Ka @ torch.linalg.solve(K, rewards)
-    var = kernel(arms, diag=True) - (Ka * torch.linalg.solve(K, Ka.mT).mT).sum(-1)
-    return mean, var
-
-
 @pytest.mark.parametrize("lengthscale", [0.05, 0.4])
 def test_posterior_is_the_exact_gp_with_repeated_pulls(lengthscale):
     g = torch.Generator().manual_seed(0)
     arms = torch.rand(150, 2, generator=g, dtype=torch.double)
-    kernel = _kernel(lengthscale)
+    kernel = rbf_kernel(lengthscale, outputscale=2.0)
     lam = 0.05
-    policy = GPUCB(arms, kernel, lam, refactor_every=37)
+    policy = GPUCB(arms, kernel, lam, refactorise_every=37)
     indices = torch.randint(150, (120,), generator=g)  # many repeats
     rewards = torch.randn(120, generator=g, dtype=torch.double)
     for i in range(0, 120, 3):
         policy.update(indices[i : i + 3], rewards[i : i + 3])
-    mean, var = _dense_posterior(kernel, arms, indices, rewards, lam)
+    mean, var = exact_gp_posterior(kernel, arms[indices], rewards, lam, arms)
     assert torch.allclose(policy.mean, mean, atol=1e-8)
     assert torch.allclose(policy.candidates.variance, var, atol=1e-8)
     # Short lengthscale: every distinct arm is a new direction; long: the
@@ -49,10 +33,12 @@ def test_posterior_is_the_exact_gp_with_repeated_pulls(lengthscale):
 def test_gp_ucb_finds_the_best_arm():
     g = torch.Generator().manual_seed(1)
     arms = torch.rand(400, 2, generator=g, dtype=torch.double)
-    env = FiniteArmEnvironment.gp_sample(arms, _kernel(0.2), generator=g)
+    env = FiniteArmEnvironment.gp_sample(
+        arms, rbf_kernel(0.2, outputscale=2.0), generator=g
+    )
     policy = GPUCB(
         arms,
-        _kernel(0.2),
+        rbf_kernel(0.2, outputscale=2.0),
         env.noise_std**2,
         beta=1.0,
         generator=torch.Generator().manual_seed(0),
@@ -66,7 +52,7 @@ def test_gp_ucb_finds_the_best_arm():
 def test_fixed_dictionary_dtc_ucb_is_the_dtc_posterior():
     g = torch.Generator().manual_seed(2)
     arms = torch.rand(200, 2, generator=g, dtype=torch.double)
-    kernel = _kernel(0.3)
+    kernel = rbf_kernel(0.3, outputscale=2.0)
     lam = 0.1
     dictionary = torch.arange(0, 200, 10)
     policy = DTCUCB(arms, kernel, lam, dictionary=dictionary)
@@ -92,14 +78,14 @@ def test_uniform_dictionary_size_and_seed():
     arms = torch.rand(100, 2, dtype=torch.double)
     a = DTCUCB(
         arms,
-        _kernel(0.3),
+        rbf_kernel(0.3, outputscale=2.0),
         0.1,
         dictionary=15,
         generator=torch.Generator().manual_seed(3),
     )
     b = DTCUCB(
         arms,
-        _kernel(0.3),
+        rbf_kernel(0.3, outputscale=2.0),
         0.1,
         dictionary=15,
         generator=torch.Generator().manual_seed(3),

@@ -12,7 +12,7 @@ from botorch_sketch.sketching.sgd import InverseRidge
 
 def test_linucb_sherman_morrison_matches_direct_solve(tkwargs):
     g = torch.Generator().manual_seed(0)
-    policy = LinUCB(5, ridge=0.7, width=2.0, **tkwargs)
+    policy = LinUCB(5, noise_var=0.7, width=2.0, **tkwargs)
     F = torch.randn(30, 5, generator=g, **tkwargs)
     r = torch.randn(30, generator=g, **tkwargs)
     policy.update(F, r)

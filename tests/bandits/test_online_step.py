@@ -61,7 +61,7 @@ def test_every_step_matches_the_from_scratch_posterior_and_its_argmax(make):
     lam = env.noise_std**2
     # Rare refactorisations: the rank-one recursion itself is under test.
     policy = make(arms, kernel, lam, torch.Generator().manual_seed(5))
-    policy.refactor_every = 10**9
+    policy.refactorise_every = 10**9
     pulled, rewards = [], []
     for t in range(150):
         scaled = policy.candidates.variance / lam

@@ -69,14 +69,14 @@ def test_time_trigger_fires_once_at_the_factor():
         assert trigger.subset_size(n) is None or n > 13
         trigger.observe(n, seconds)
     assert trigger.subset_size(20) == 13
-    with pytest.raises(ValueError):
+    with pytest.raises(InputDataError, match="factor"):
         TimeTrigger(factor=1.0)
 
 
 def test_count_trigger():
     trigger = CountTrigger(50, switch_at=80)
     assert trigger.subset_size(80) is None and trigger.subset_size(81) == 50
-    with pytest.raises(ValueError, match="switch_at"):
+    with pytest.raises(InputDataError, match="switch_at"):
         CountTrigger(50, switch_at=10)
 
 

@@ -9,6 +9,7 @@ from botorch.models import ModelListGP, SingleTaskGP, SingleTaskVariationalGP
 from botorch.models.transforms import Normalize
 from gpytorch.kernels import MaternKernel, RBFKernel, ScaleKernel
 from gpytorch.mlls import ExactMarginalLogLikelihood
+from helpers import toy_data
 
 from botorch_sketch import FixedSelector, GradientSubsetGP, NystromGP, RandomSubset
 from botorch_sketch.bo.trust_region import (
@@ -29,10 +30,7 @@ def _y(*values):
 
 
 def _data(n=20, d=3, seed=0):
-    g = torch.Generator().manual_seed(seed)
-    X = torch.rand(n, d, generator=g, dtype=torch.double)
-    Y = -((X - 0.3) ** 2).sum(-1, keepdim=True)
-    return X, Y
+    return toy_data(n, d, lambda X: -((X - 0.3) ** 2).sum(-1, keepdim=True), seed=seed)
 
 
 def _gp(X, Y, lengthscale=None, **kw):

@@ -8,6 +8,7 @@ import torch
 from botorch.acquisition.multi_objective.logei import (
     qLogNoisyExpectedHypervolumeImprovement,
 )
+from botorch.exceptions.errors import InputDataError, UnsupportedError
 from botorch.models import ModelListGP, SingleTaskGP
 from botorch.test_functions import Branin
 from botorch.test_functions.multi_objective import BraninCurrin
@@ -231,16 +232,16 @@ def test_default_generation_strategy_uses_ax_default_model():
 
 
 @pytest.mark.parametrize(
-    "kwargs, match",
+    "kwargs, error, match",
     [
-        ({"num_initial": 0}, "num_initial"),
-        ({"model_class": torch.nn.Linear}, "model_class"),
-        ({"botorch_acqf_class": NystromGP}, "botorch_acqf_class"),
-        ({"botorch_acqf_options": {"beta": 1.0}}, "botorch_acqf_class"),
+        ({"num_initial": 0}, InputDataError, "num_initial"),
+        ({"model_class": torch.nn.Linear}, UnsupportedError, "model_class"),
+        ({"botorch_acqf_class": NystromGP}, UnsupportedError, "botorch_acqf_class"),
+        ({"botorch_acqf_options": {"beta": 1.0}}, InputDataError, "botorch_acqf_class"),
     ],
 )
-def test_bad_arguments(kwargs, match):
-    with pytest.raises(ValueError, match=match):
+def test_bad_arguments(kwargs, error, match):
+    with pytest.raises(error, match=match):
         sketch_generation_strategy(**kwargs)
 
 

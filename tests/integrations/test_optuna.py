@@ -14,6 +14,7 @@ import torch
 
 optuna = pytest.importorskip("optuna")
 
+from botorch.exceptions.errors import InputDataError, UnsupportedError  # noqa: E402
 from botorch.fit import fit_gpytorch_mll  # noqa: E402
 from gpytorch.mlls import ExactMarginalLogLikelihood  # noqa: E402
 
@@ -424,21 +425,29 @@ def test_nystrom_candidates_func_shapes_and_bounds():
 
 
 @pytest.mark.parametrize(
-    "options, message",
+    "options, error, message",
     [
-        ({"n_startup_trials": -1}, "n_startup_trials"),
-        ({"num_restarts": 0}, "num_restarts"),
-        ({"num_restarts": 8, "raw_samples": 4}, "raw_samples"),
-        ({"model": "nystrom"}, "model must be"),
-        ({"model": dict}, "model must be"),
-        ({"model": GradientSubsetGP, "model_options": {"subset": 3}}, "subset"),
-        ({"model": lambda X, Y: None, "model_options": {"a": 1}}, "factory"),
-        ({"independent_sampler": "random"}, "independent_sampler"),
-        ({"acquisition": "qEI"}, "acquisition"),
+        ({"n_startup_trials": -1}, InputDataError, "n_startup_trials"),
+        ({"num_restarts": 0}, InputDataError, "num_restarts"),
+        ({"num_restarts": 8, "raw_samples": 4}, InputDataError, "raw_samples"),
+        ({"model": "nystrom"}, UnsupportedError, "model must be"),
+        ({"model": dict}, UnsupportedError, "model must be"),
+        (
+            {"model": GradientSubsetGP, "model_options": {"subset": 3}},
+            InputDataError,
+            "subset",
+        ),
+        (
+            {"model": lambda X, Y: None, "model_options": {"a": 1}},
+            InputDataError,
+            "factory",
+        ),
+        ({"independent_sampler": "random"}, UnsupportedError, "independent_sampler"),
+        ({"acquisition": "qEI"}, InputDataError, "acquisition"),
     ],
 )
-def test_bad_options_raise(options, message):
-    with pytest.raises(ValueError, match=message):
+def test_bad_options_raise(options, error, message):
+    with pytest.raises(error, match=message):
         SketchSampler(**options)
 
 
@@ -450,7 +459,7 @@ def test_inconsistent_constraints_raise():
         return value
 
     study = optuna.create_study(sampler=SketchSampler(seed=0, n_startup_trials=3))
-    with pytest.raises(ValueError, match="same constraints"):
+    with pytest.raises(InputDataError, match="same constraints"):
         study.optimize(objective, n_trials=5)
 
 
@@ -550,5 +559,5 @@ def test_nystrom_candidates_carries_its_models_in_botorch_sampler():
     assert candidate.shape == (1, 2)
     assert candidates._incremental["objective 0"].counts.builds == 1
     assert candidates._incremental["objective 0"].model.train_X.shape[0] == 8
-    with pytest.raises(ValueError, match="acquisition"):
+    with pytest.raises(InputDataError, match="acquisition"):
         NystromCandidates(acquisition="ei")

@@ -5,6 +5,7 @@ import signal
 import sys
 from functools import partial
 
+import helpers
 import numpy as np
 import pytest
 import torch
@@ -33,19 +34,17 @@ D = 3
 def local_ray():
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     # The shard-making helpers below run on the workers, which cannot import
-    # this test module: ship them by value.
-    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    # this test module or tests/helpers.py: ship them by value.
+    for module in (sys.modules[__name__], helpers):
+        ray.cloudpickle.register_pickle_by_value(module)
     yield ray
-    ray.cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
+    for module in (sys.modules[__name__], helpers):
+        ray.cloudpickle.unregister_pickle_by_value(module)
     ray.shutdown()
 
 
 def _data(n, seed):
-    g = torch.Generator().manual_seed(seed)
-    X = torch.rand(n, D, generator=g, dtype=torch.double) * 4 - 1
-    Y = torch.sin(2 * X).sum(-1, keepdim=True) + 0.2 * torch.randn(
-        n, 1, generator=g, dtype=torch.double
-    )
+    X, Y = helpers.toy_data(n, D, noise_sd=0.2, seed=seed, low=-1.0, high=3.0)
     return X, 3 + 2 * Y
 
 

@@ -9,9 +9,9 @@ from botorch.fit import fit_gpytorch_mll
 from botorch.models import SingleTaskGP
 from botorch.sampling import SobolQMCNormalSampler
 from botorch.sampling.pathwise import draw_matheron_paths
-from botorch.test_functions import Hartmann
 from botorch.utils.datasets import SupervisedDataset
 from gpytorch.mlls import ExactMarginalLogLikelihood
+from helpers import hartmann3, toy_data
 
 from botorch_sketch import GradientSubsetGP, RandomSubset
 from botorch_sketch.models.gradient_subset_gp import (
@@ -24,14 +24,8 @@ from botorch_sketch.sketching.subset import GradientDiversitySubset
 
 
 def _data(tkwargs, n=120, seed=0):
-    # Drawn on the CPU (where the generator lives), then moved: the same data on
-    # every device.
-    g = torch.Generator().manual_seed(seed)
-    f = Hartmann(dim=3, negate=True).to(**tkwargs)
-    X = torch.rand(n, 3, generator=g, dtype=torch.double).to(**tkwargs)
-    noise = torch.randn(n, 1, generator=g, dtype=torch.double).to(**tkwargs)
-    Y = f(X).unsqueeze(-1) + 0.05 * noise
-    return X, Y
+    # Drawn on the CPU, then moved: the same data on every device.
+    return toy_data(n, 3, hartmann3, 0.05, seed, **tkwargs)
 
 
 def _fit(model):

@@ -10,6 +10,7 @@ from botorch.models import SingleTaskGP
 from botorch.models.transforms import Normalize
 from botorch.test_functions import Hartmann
 from gpytorch.mlls import ExactMarginalLogLikelihood
+from helpers import hartmann3, toy_data
 
 from botorch_sketch import FixedSelector, GradientSubsetGP, NystromGP
 from botorch_sketch.models import fit_gss_nystrom, nystrom_from_subset
@@ -17,12 +18,9 @@ from botorch_sketch.sketching.subset import GradientDiversitySubset
 
 
 def _data(tkwargs, n=150, seed=0):
-    g = torch.Generator().manual_seed(seed)
-    f = Hartmann(dim=3, negate=True).to(**tkwargs)
-    X = torch.rand(n, 3, generator=g, dtype=torch.double).to(**tkwargs)
-    noise = torch.randn(n, 1, generator=g, dtype=torch.double).to(**tkwargs)
+    X, Y = toy_data(n, 3, hartmann3, 0.02, seed, **tkwargs)
     # Offset and scaled, so that a units mistake shows.
-    return X, 10 + 3 * (f(X).unsqueeze(-1) + 0.02 * noise), f
+    return X, 10 + 3 * Y, Hartmann(dim=3, negate=True).to(**tkwargs)
 
 
 def _options(seed=0, **kw):

@@ -2,8 +2,8 @@
 
 import torch
 from botorch.models.transforms import Normalize
-from gpytorch.kernels import RBFKernel, ScaleKernel
 from gpytorch.means import ZeroMean
+from helpers import rbf_kernel, sine_sum, toy_data
 
 from botorch_sketch import NystromGP
 from botorch_sketch.sketching.incremental import IncrementalNystrom
@@ -11,17 +11,7 @@ from botorch_sketch.sketching.online import OnlineDTC
 
 
 def _data(n, d=2, seed=0, **tkwargs):
-    g = torch.Generator().manual_seed(seed)
-    X = torch.rand(n, d, generator=g, dtype=torch.double).to(**tkwargs)
-    noise = 0.1 * torch.randn(n, 1, generator=g, dtype=torch.double).to(**tkwargs)
-    return X, torch.sin(6 * X).sum(-1, keepdim=True) + noise
-
-
-def _kernel(**tkwargs):
-    k = ScaleKernel(RBFKernel()).to(**tkwargs)
-    k.base_kernel.lengthscale = 0.25
-    k.outputscale = 1.5
-    return k
+    return toy_data(n, d, sine_sum(6), 0.1, seed, **tkwargs)
 
 
 def _model(X, Y, inducing, **tkwargs):
@@ -29,7 +19,7 @@ def _model(X, Y, inducing, **tkwargs):
         X,
         Y,
         inducing=inducing,
-        covar_module=_kernel(**tkwargs),
+        covar_module=rbf_kernel(0.25, outputscale=1.5, frozen=False, **tkwargs),
         input_transform=Normalize(X.shape[-1]),
     )
     model.likelihood.noise = 0.02
@@ -103,7 +93,7 @@ def test_the_gp_and_the_bandit_model_share_one_online_posterior(tkwargs):
     # dictionary, observing the same points, hold the same posterior.
     X, Y = _data(120, seed=3, **tkwargs)
     lam = 0.05
-    kernel = _kernel(**tkwargs).requires_grad_(False)
+    kernel = rbf_kernel(0.25, outputscale=1.5, **tkwargs)
     online = IncrementalNystrom(kernel, lam, 2, rule="none", **tkwargs)
     for i in range(12):
         online.observe(X[i], Y[i])

@@ -6,18 +6,14 @@ from botorch.exceptions.errors import InputDataError, UnsupportedError
 from botorch.fit import fit_gpytorch_mll
 from botorch.models.transforms.input import Normalize
 from gpytorch.mlls import ExactMarginalLogLikelihood
+from helpers import sine_sum, toy_data
 
 from botorch_sketch.models.nystrom_gp import NystromGP
 from botorch_sketch.sketching.selection import GreedyVarianceSelector
 
 
 def _data(n, tkwargs, seed=0):
-    g = torch.Generator().manual_seed(seed)
-    X = torch.rand(n, 2, generator=g, dtype=torch.double)
-    Y = torch.sin(5 * X).sum(-1, keepdim=True) + 0.1 * torch.randn(
-        n, 1, generator=g, dtype=torch.double
-    )
-    return X.to(**tkwargs), Y.to(**tkwargs)
+    return toy_data(n, 2, sine_sum(5), 0.1, seed, **tkwargs)
 
 
 def test_statistics_of_held_out_data_give_the_full_posterior(tkwargs):

@@ -5,17 +5,14 @@ import torch
 from botorch.fit import fit_gpytorch_mll
 from botorch.models import SingleTaskGP
 from gpytorch.mlls import ExactMarginalLogLikelihood
+from helpers import sine_sum, toy_data
 
 from botorch_sketch import NystromGP, RidgeLeverageSampler
 from botorch_sketch.models.nystrom_gp import ExactRegimeWarning
 
 
 def _data(n, d=3, seed=0, noise_sd=0.1, **tkwargs):
-    g = torch.Generator().manual_seed(seed)
-    X = torch.rand(n, d, generator=g, dtype=torch.double)
-    Y = torch.sin(4 * X).sum(-1, keepdim=True)
-    Y = Y + noise_sd * torch.randn(n, 1, generator=g, dtype=torch.double)
-    return X.to(**tkwargs), Y.to(**tkwargs)
+    return toy_data(n, d, sine_sum(4), noise_sd, seed, **tkwargs)
 
 
 def _fit(model):

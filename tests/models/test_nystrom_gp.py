@@ -15,6 +15,7 @@ from botorch.models.transforms import Normalize, Standardize
 from botorch.sampling import SobolQMCNormalSampler
 from botorch.utils.datasets import SupervisedDataset
 from gpytorch.mlls import ExactMarginalLogLikelihood
+from helpers import toy_data
 
 from botorch_sketch import (
     FixedSelector,
@@ -26,14 +27,11 @@ from botorch_sketch import (
 
 
 def _data(n=40, d=3, seed=0, noise_sd=0.1, dtype=torch.double, device=None):
-    # Drawn on the CPU (where the generator lives), then moved: the same data on
-    # every device.
-    g = torch.Generator().manual_seed(seed)
-    X = 2 + 3 * torch.rand(n, d, generator=g, dtype=dtype)  # not the unit cube
-    noise = noise_sd * torch.randn(n, 1, generator=g, dtype=dtype)
-    X, noise = X.to(device), noise.to(device)
-    Y = torch.sin(2 * X).sum(-1, keepdim=True)
-    return X, 5 + Y + noise
+    # Not the unit cube, and not centred.
+    def f(X):
+        return 5 + torch.sin(2 * X).sum(-1, keepdim=True)
+
+    return toy_data(n, d, f, noise_sd, seed, 2.0, 5.0, dtype=dtype, device=device)
 
 
 def _all_points(n):

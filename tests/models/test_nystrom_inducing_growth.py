@@ -1,15 +1,13 @@
 import pytest
 import torch
 from botorch.exceptions.errors import InputDataError, UnsupportedError
+from helpers import toy_data
 
 from botorch_sketch import NystromGP
 
 
 def _data(n=30, d=2, **tkwargs):
-    g = torch.Generator().manual_seed(0)
-    X = torch.rand(n, d, generator=g, dtype=torch.double)
-    Y = torch.cos(3 * X).sum(-1, keepdim=True)
-    return X.to(**tkwargs), Y.to(**tkwargs)
+    return toy_data(n, d, lambda X: torch.cos(3 * X).sum(-1, keepdim=True), **tkwargs)
 
 
 def test_add_inducing_points_equals_a_model_built_with_that_set(tkwargs):

@@ -21,6 +21,7 @@ from botorch.test_functions.multi_objective import BraninCurrin
 from botorch.utils.datasets import SupervisedDataset
 from gpytorch.distributions import MultitaskMultivariateNormal, MultivariateNormal
 from gpytorch.mlls import ExactMarginalLogLikelihood
+from helpers import toy_data
 
 from botorch_sketch import FixedSelector, GreedyVarianceSelector, NystromGP
 from botorch_sketch.models import MultiOutputNystromGP
@@ -30,13 +31,12 @@ from botorch_sketch.models.nystrom_gp import ExactRegimeWarning
 def _data(n=40, d=3, t=2, seed=0, dtype=torch.double, device=None):
     # Outcomes of different scales and smoothness, so that per-outcome
     # hyperparameters and standardisation matter.
-    g = torch.Generator().manual_seed(seed)
-    X = 2 + 3 * torch.rand(n, d, generator=g, dtype=dtype)
-    noise = 0.1 * torch.randn(n, t, generator=g, dtype=dtype)
-    columns = [torch.sin(2 * X).sum(-1), 10 * torch.cos(X[:, 0]) + X[:, 1] ** 2]
-    columns += [X.sum(-1) - 7 for _ in range(t - 2)]
-    Y = torch.stack(columns[:t], -1) + noise
-    return X.to(device), Y.to(device)
+    def f(X):
+        columns = [torch.sin(2 * X).sum(-1), 10 * torch.cos(X[:, 0]) + X[:, 1] ** 2]
+        columns += [X.sum(-1) - 7 for _ in range(t - 2)]
+        return torch.stack(columns[:t], -1)
+
+    return toy_data(n, d, f, 0.1, seed, 2.0, 5.0, dtype=dtype, device=device)
 
 
 def _outcome_state(model, ref):

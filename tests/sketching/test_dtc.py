@@ -2,7 +2,7 @@ import math
 
 import pytest
 import torch
-from gpytorch.kernels import RBFKernel, ScaleKernel
+from helpers import exact_gp_posterior, rbf_kernel, residual_data
 
 from botorch_sketch.sketching import (
     DTCPosterior,
@@ -14,33 +14,10 @@ from botorch_sketch.sketching import (
 )
 
 
-def _kernel(lengthscale=0.3):
-    k = ScaleKernel(RBFKernel()).double()
-    k.base_kernel.lengthscale = lengthscale
-    k.outputscale = 1.3
-    return k
-
-
-def _data(n=30, d=2, seed=0, **tkwargs):
-    g = torch.Generator().manual_seed(seed)
-    X = torch.rand(n, d, generator=g, **tkwargs)
-    r = torch.randn(n, generator=g, **tkwargs)
-    noise = 0.05 + 0.1 * torch.rand(n, generator=g, **tkwargs)
-    return X, r, noise
-
-
-def _exact(k, X, r, noise, Xt):
-    K = k(X).to_dense() + torch.diag(noise)
-    Kt = k(Xt, X).to_dense()
-    mean = Kt @ torch.linalg.solve(K, r)
-    cov = k(Xt).to_dense() - Kt @ torch.linalg.solve(K, Kt.mT)
-    return mean, cov
-
-
 @pytest.mark.parametrize("heteroskedastic", [False, True])
 def test_all_points_inducing_gives_the_exact_gp(heteroskedastic, tkwargs):
-    k = _kernel()
-    X, r, noise = _data(**tkwargs)
+    k = rbf_kernel(0.3, outputscale=1.3, frozen=False)
+    X, r, noise = residual_data(**tkwargs)
     if not heteroskedastic:
         noise = torch.full_like(noise, 0.1)
     Xt = torch.rand(7, 2, **tkwargs)
@@ -49,7 +26,7 @@ def test_all_points_inducing_gives_the_exact_gp(heteroskedastic, tkwargs):
         post = DTCPosterior(DTCStatistics.from_data(emb, X, r, noise))
         Zt = emb(Xt)
         mean, cov = post.mean(Zt), post.covariance(Zt, k(Xt).to_dense())
-        exact_mean, exact_cov = _exact(k, X, r, noise, Xt)
+        exact_mean, exact_cov = exact_gp_posterior(k, X, r, noise, Xt, full_cov=True)
         var = post.variance(Zt, emb.residual_variance(Xt, Zt))
     torch.testing.assert_close(mean, exact_mean, rtol=1e-7, atol=1e-9)
     torch.testing.assert_close(cov, exact_cov, rtol=1e-7, atol=1e-9)
@@ -57,8 +34,8 @@ def test_all_points_inducing_gives_the_exact_gp(heteroskedastic, tkwargs):
 
 
 def test_log_marginal_likelihood_matches_dense_computation(tkwargs):
-    k = _kernel()
-    X, r, noise = _data(n=25, **tkwargs)
+    k = rbf_kernel(0.3, outputscale=1.3, frozen=False)
+    X, r, noise = residual_data(n=25, **tkwargs)
     S = X[:6]
     with torch.no_grad():
         emb = NystromEmbedding(k, S)
@@ -78,8 +55,8 @@ def test_log_marginal_likelihood_matches_dense_computation(tkwargs):
 
 
 def test_statistics_add_over_disjoint_data_and_chunks(tkwargs):
-    k = _kernel()
-    X, r, noise = _data(n=50, **tkwargs)
+    k = rbf_kernel(0.3, outputscale=1.3, frozen=False)
+    X, r, noise = residual_data(n=50, **tkwargs)
     emb = NystromEmbedding(k, X[:10])
     with torch.no_grad():
         whole = DTCStatistics.from_data(emb, X, r, noise)
@@ -94,10 +71,10 @@ def test_statistics_add_over_disjoint_data_and_chunks(tkwargs):
 
 def test_chunked_gradients_equal_unchunked_gradients(tkwargs):
     # With gradients on, chunks are checkpointed: the gradient must not change.
-    X, r, noise = _data(n=40, **tkwargs)
+    X, r, noise = residual_data(n=40, **tkwargs)
     grads = []
     for chunk_size in (None, 9):
-        k = _kernel()
+        k = rbf_kernel(0.3, outputscale=1.3, frozen=False)
         emb = NystromEmbedding(k, X[:8])
         stats = DTCStatistics.from_data(emb, X, r, noise, chunk_size=chunk_size)
         DTCPosterior(stats).log_marginal_likelihood().backward()
@@ -108,8 +85,8 @@ def test_chunked_gradients_equal_unchunked_gradients(tkwargs):
 
 def test_covariances_are_psd_for_random_batches(tkwargs):
     torch.manual_seed(4)
-    k = _kernel(lengthscale=0.2)
-    X, r, noise = _data(n=60, **tkwargs)
+    k = rbf_kernel(0.2, outputscale=1.3, frozen=False)
+    X, r, noise = residual_data(n=60, **tkwargs)
     with torch.no_grad():
         for m in (1, 5, 20):
             emb = NystromEmbedding(k, X[torch.randperm(60)[:m]])
@@ -122,8 +99,8 @@ def test_covariances_are_psd_for_random_batches(tkwargs):
 
 
 def test_batched_statistics_broadcast_like_fantasies(tkwargs):
-    k = _kernel()
-    X, r, noise = _data(n=20, **tkwargs)
+    k = rbf_kernel(0.3, outputscale=1.3, frozen=False)
+    X, r, noise = residual_data(n=20, **tkwargs)
     emb = NystromEmbedding(k, X[:5])
     with torch.no_grad():
         base = DTCStatistics.from_data(emb, X, r, noise)
@@ -144,9 +121,7 @@ def test_batched_statistics_broadcast_like_fantasies(tkwargs):
 def test_variance_does_not_starve_far_from_the_inducing_set(tkwargs):
     # Paper 000, Fig. 1: data in [0, 0.5], lengthscale 0.07; far away, DTC keeps
     # the prior variance where subset-of-regressors collapses to zero.
-    k = ScaleKernel(RBFKernel()).double()
-    k.base_kernel.lengthscale = 1 / math.sqrt(200)
-    k.outputscale = 1.0
+    k = rbf_kernel(1 / math.sqrt(200), outputscale=1.0, frozen=False)
     g = torch.Generator().manual_seed(0)
     X = 0.5 * torch.rand(63, 1, generator=g, **tkwargs)
     noise = torch.full((63,), 0.01, **tkwargs)
@@ -164,7 +139,7 @@ def test_variance_does_not_starve_far_from_the_inducing_set(tkwargs):
 
 
 def test_variance_is_never_negative_in_float32():
-    k = _kernel(lengthscale=1.0).float()
+    k = rbf_kernel(1.0, outputscale=1.3, frozen=False).float()
     X = torch.rand(200, 2)
     with torch.no_grad():
         emb = NystromEmbedding(k, X[:50])
@@ -181,8 +156,8 @@ def test_readout_equals_embedding_and_posterior(inducing, tkwargs):
     # The folded readout is the same posterior as embedding + weight posterior,
     # for a factorised posterior, an online one after a Woodbury step, the
     # exact case (every input inducing) and batched test points.
-    k = _kernel()
-    X, r, noise = _data(n=30, **tkwargs)
+    k = rbf_kernel(0.3, outputscale=1.3, frozen=False)
+    X, r, noise = residual_data(n=30, **tkwargs)
     Xt = torch.rand(4, 6, 2, **tkwargs)
     with torch.no_grad():
         emb = NystromEmbedding(k, X[:inducing])
@@ -201,15 +176,17 @@ def test_readout_equals_embedding_and_posterior(inducing, tkwargs):
             torch.testing.assert_close(mean, state.mean(Zt), rtol=0, atol=1e-10)
             torch.testing.assert_close(cov, state.covariance(Zt, K), rtol=0, atol=1e-10)
         if inducing == 30:
-            exact_mean, exact_cov = _exact(k, X, r, noise, Xt)
+            exact_mean, exact_cov = exact_gp_posterior(
+                k, X, r, noise, Xt, full_cov=True
+            )
             mean, cov = DTCReadout(emb, post)(Xt, K)
             torch.testing.assert_close(mean, exact_mean, rtol=1e-7, atol=1e-9)
             torch.testing.assert_close(cov, exact_cov, rtol=1e-7, atol=1e-9)
 
 
 def test_readout_of_a_batched_posterior_reads_through_the_embedding(tkwargs):
-    k = _kernel()
-    X, r, noise = _data(n=20, **tkwargs)
+    k = rbf_kernel(0.3, outputscale=1.3, frozen=False)
+    X, r, noise = residual_data(n=20, **tkwargs)
     emb = NystromEmbedding(k, X[:5])
     with torch.no_grad():
         rf = r.expand(4, 20) + 0.1 * torch.randn(4, 20, **tkwargs)
@@ -225,8 +202,8 @@ def test_readout_of_a_batched_posterior_reads_through_the_embedding(tkwargs):
 
 
 def test_readout_of_an_empty_inducing_set_is_the_prior(tkwargs):
-    k = _kernel()
-    X, r, noise = _data(n=10, **tkwargs)
+    k = rbf_kernel(0.3, outputscale=1.3, frozen=False)
+    X, r, noise = residual_data(n=10, **tkwargs)
     emb = NystromEmbedding(k, X[:0])
     with torch.no_grad():
         post = DTCPosterior(DTCStatistics.from_data(emb, X, r, noise))

@@ -1,16 +1,9 @@
 import pytest
 import torch
 from botorch.exceptions.errors import InputDataError
-from gpytorch.kernels import RBFKernel
+from helpers import rbf_kernel
 
 from botorch_sketch.sketching.kors import KORS, theoretical_gamma
-
-
-def _kernel():
-    k = RBFKernel().double()
-    k.lengthscale = 0.3
-    k.requires_grad_(False)
-    return k
 
 
 def _eq41(K, weights, mu, eps):
@@ -25,7 +18,7 @@ def _eq41(K, weights, mu, eps):
 
 def test_leverage_matches_equation_41_densely(tkwargs):
     g = torch.Generator().manual_seed(0)
-    k = _kernel()
+    k = rbf_kernel(0.3)
     mu, eps = 0.7, 0.5
     rule = KORS(mu=mu, epsilon=eps, gamma=3.0)
     X = torch.rand(12, 2, generator=g, **tkwargs)
@@ -53,7 +46,7 @@ def test_leverage_matches_equation_41_densely(tkwargs):
 
 def test_redundant_points_have_small_leverage(tkwargs):
     # Unlike the authors' code variant, the score falls for a repeated point.
-    k = _kernel()
+    k = rbf_kernel(0.3)
     rule = KORS(mu=0.1)
     x = torch.tensor([[0.3, 0.4]], **tkwargs)
     kss = k(x, diag=True)

@@ -1,21 +1,14 @@
 import pytest
 import torch
 from botorch.exceptions.errors import UnsupportedError
-from gpytorch.kernels import RBFKernel, ScaleKernel
+from helpers import rbf_kernel
 
 from botorch_sketch.sketching import NystromEmbedding
 
 
-def _kernel(lengthscale=0.3):
-    k = ScaleKernel(RBFKernel()).double()
-    k.base_kernel.lengthscale = lengthscale
-    k.outputscale = 1.7
-    return k
-
-
 def test_embedding_reproduces_nystrom_approximation(tkwargs):
     torch.manual_seed(0)
-    k = _kernel()
+    k = rbf_kernel(0.3, outputscale=1.7, frozen=False)
     S, X = torch.rand(15, 2, **tkwargs), torch.rand(40, 2, **tkwargs)
     emb = NystromEmbedding(k, S)
     with torch.no_grad():
@@ -28,7 +21,7 @@ def test_embedding_reproduces_nystrom_approximation(tkwargs):
 
 def test_duplicates_shrink_the_embedding_but_not_the_approximation(tkwargs):
     torch.manual_seed(1)
-    k = _kernel()
+    k = rbf_kernel(0.3, outputscale=1.7, frozen=False)
     S = torch.rand(10, 2, **tkwargs)
     X = torch.rand(30, 2, **tkwargs)
     emb = NystromEmbedding(k, torch.cat([S, S[:4]]))
@@ -39,7 +32,7 @@ def test_duplicates_shrink_the_embedding_but_not_the_approximation(tkwargs):
 
 
 def test_residual_variance_is_zero_on_inducing_points_and_prior_far_away(tkwargs):
-    k = _kernel(lengthscale=0.1)
+    k = rbf_kernel(0.1, outputscale=1.7, frozen=False)
     S = torch.linspace(0, 0.5, 8, **tkwargs).unsqueeze(-1)
     emb = NystromEmbedding(k, S)
     with torch.no_grad():
@@ -51,7 +44,7 @@ def test_residual_variance_is_zero_on_inducing_points_and_prior_far_away(tkwargs
 
 def test_extended_matches_a_fresh_embedding(tkwargs):
     torch.manual_seed(2)
-    k = _kernel()
+    k = rbf_kernel(0.3, outputscale=1.7, frozen=False)
     S, X = torch.rand(12, 3, **tkwargs), torch.rand(25, 3, **tkwargs)
     with torch.no_grad():
         emb = NystromEmbedding(k, S[:6])
@@ -65,7 +58,7 @@ def test_extended_matches_a_fresh_embedding(tkwargs):
 
 
 def test_extended_refuses_a_point_in_the_span(tkwargs):
-    k = _kernel()
+    k = rbf_kernel(0.3, outputscale=1.7, frozen=False)
     S = torch.rand(5, 2, **tkwargs)
     with torch.no_grad():
         emb = NystromEmbedding(k, S)
@@ -74,13 +67,17 @@ def test_extended_refuses_a_point_in_the_span(tkwargs):
 
 
 def test_new_coordinate_needs_an_extended_embedding(tkwargs):
-    emb = NystromEmbedding(_kernel(), torch.rand(5, 2, **tkwargs))
+    emb = NystromEmbedding(
+        rbf_kernel(0.3, outputscale=1.7, frozen=False), torch.rand(5, 2, **tkwargs)
+    )
     with pytest.raises(UnsupportedError, match="extended"):
         emb.new_coordinate(torch.rand(3, 2, **tkwargs), torch.rand(3, 5, **tkwargs))
 
 
 def test_empty_inducing_set_embeds_into_zero_dimensions(tkwargs):
-    emb = NystromEmbedding(_kernel(), torch.empty(0, 2, **tkwargs))
+    emb = NystromEmbedding(
+        rbf_kernel(0.3, outputscale=1.7, frozen=False), torch.empty(0, 2, **tkwargs)
+    )
     Z = emb(torch.rand(7, 2, **tkwargs))
     assert Z.shape == (7, 0)
     torch.testing.assert_close(
@@ -92,7 +89,7 @@ def test_empty_inducing_set_embeds_into_zero_dimensions(tkwargs):
 def test_gradient_is_finite_with_degenerate_inducing_spectrum(tkwargs):
     # Repeated inducing points give repeated zero eigenvalues, where the gradient
     # of eigh is infinite; the embedding must not inherit that.
-    k = _kernel()
+    k = rbf_kernel(0.3, outputscale=1.7, frozen=False)
     S = torch.rand(6, 2, **tkwargs)
     emb = NystromEmbedding(k, torch.cat([S, S, S]))
     X = torch.rand(20, 2, **tkwargs)
@@ -105,7 +102,7 @@ def test_gradient_is_finite_with_degenerate_inducing_spectrum(tkwargs):
 
 def test_gradient_matches_the_exact_nystrom_gradient(tkwargs):
     torch.manual_seed(3)
-    k = _kernel()
+    k = rbf_kernel(0.3, outputscale=1.7, frozen=False)
     S, X = torch.rand(8, 2, **tkwargs), torch.rand(20, 2, **tkwargs)
     Z = NystromEmbedding(k, S)(X)
     (Z @ Z.mT).sum().backward()

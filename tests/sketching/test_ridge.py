@@ -9,9 +9,9 @@ from botorch_sketch.sketching.ridge import OnlineRidge
     "kwargs, match",
     [
         ({"dim": 0}, "dim must be at least 1"),
-        ({"ridge": 0.0}, "ridge must be finite and positive"),
-        ({"ridge": float("nan")}, "ridge must be finite and positive"),
-        ({"ridge": float("inf")}, "ridge must be finite and positive"),
+        ({"noise_var": 0.0}, "noise_var must be finite and positive"),
+        ({"noise_var": float("nan")}, "noise_var must be finite and positive"),
+        ({"noise_var": float("inf")}, "noise_var must be finite and positive"),
     ],
 )
 def test_bad_configuration_is_named(kwargs, match):

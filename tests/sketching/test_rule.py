@@ -3,7 +3,7 @@ import math
 import pytest
 import torch
 from botorch.exceptions.errors import InputDataError, UnsupportedError
-from gpytorch.kernels import RBFKernel, ScaleKernel
+from helpers import rbf_kernel
 from torch import Tensor
 
 from botorch_sketch import GradientSubsetGP, NystromGP
@@ -26,13 +26,6 @@ from botorch_sketch.sketching import (
 
 def _gen(seed):
     return torch.Generator().manual_seed(seed)
-
-
-def _kernel():
-    k = ScaleKernel(RBFKernel()).double()
-    k.base_kernel.lengthscale = 0.2
-    k.requires_grad_(False)
-    return k
 
 
 class FirstRows(SelectionRule):
@@ -148,7 +141,7 @@ def test_scores_draw_is_never_empty_and_size_keeps_a_prefix(tkwargs):
 
 def test_inducing_rules_choose_subsets_with_forced_points(tkwargs):
     X = torch.rand(40, 2, generator=_gen(5), **tkwargs)
-    pool = Candidates(X=X, kernel=_kernel())
+    pool = Candidates(X=X, kernel=rbf_kernel(0.2, scaled=True))
     forced = torch.tensor([3, 17])
     greedy = GreedyVarianceSelector(tolerance=None).select(pool, 10, forced=forced)
     assert torch.equal(greedy, GreedyVarianceSubset().select(pool, 10, forced=forced))

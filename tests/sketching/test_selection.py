@@ -3,7 +3,7 @@ import math
 import pytest
 import torch
 from botorch.exceptions.errors import InputDataError
-from gpytorch.kernels import RBFKernel, ScaleKernel
+from helpers import exact_gp_posterior, rbf_kernel
 
 from botorch_sketch.sketching import (
     Candidates,
@@ -22,24 +22,12 @@ from botorch_sketch.sketching import (
 )
 
 
-def _kernel(lengthscale=0.1):
-    k = ScaleKernel(RBFKernel()).double()
-    k.base_kernel.lengthscale = lengthscale
-    k.outputscale = 1.0
-    return k
-
-
 def _gen(seed):
     return torch.Generator().manual_seed(seed)
 
 
 def _pool(X, k, noise, counts=None):
     return Candidates(X=X, kernel=k, noise=noise, counts=counts)
-
-
-def _exact_variance(k, X, noise):
-    K = k(X).to_dense()
-    return K.diagonal() - (K @ torch.linalg.solve(K + torch.diag(noise), K)).diagonal()
 
 
 def _dtc_variance(k, X, noise, idx):
@@ -51,14 +39,14 @@ def _dtc_variance(k, X, noise, idx):
 @pytest.mark.parametrize("seed", range(4))
 def test_bkb_sets_keep_variances_within_a_factor_three(seed, tkwargs):
     # Theorem 1 of paper 000 with alpha = 3, in the setting of notes/bkb.md.
-    k = _kernel()
+    k = rbf_kernel(0.1, outputscale=1.0, frozen=False)
     X = torch.rand(600, 1, generator=_gen(100 + seed), **tkwargs)
     noise = torch.full((600,), 0.01, **tkwargs)
     with torch.no_grad():
         idx = RidgeLeverageSampler(qbar=10, generator=_gen(seed)).select(
             _pool(X, k, noise)
         )
-        exact = _exact_variance(k, X, noise)
+        exact = exact_gp_posterior(k, X, torch.zeros_like(noise), noise, X)[1]
         ratio = _dtc_variance(k, X, noise, idx) / exact
     d_eff = float((exact / noise).sum())  # tr(K (K + lambda I)^-1)
     assert idx.numel() < 2 * 10 * d_eff < 600  # the set follows d_eff, not n
@@ -66,7 +54,7 @@ def test_bkb_sets_keep_variances_within_a_factor_three(seed, tkwargs):
 
 
 def test_resampled_size_is_close_to_the_sum_of_probabilities(tkwargs):
-    k = _kernel()
+    k = rbf_kernel(0.1, outputscale=1.0, frozen=False)
     X = torch.rand(400, 1, generator=_gen(0), **tkwargs)
     noise = torch.full((400,), 0.01, **tkwargs)
     counts = torch.randint(1, 4, (400,), generator=_gen(1))
@@ -89,7 +77,7 @@ def test_resampled_size_is_close_to_the_sum_of_probabilities(tkwargs):
 
 
 def test_repeated_observations_raise_inclusion(tkwargs):
-    k = _kernel()
+    k = rbf_kernel(0.1, outputscale=1.0, frozen=False)
     X = torch.rand(100, 1, generator=_gen(0), **tkwargs)
     noise = torch.full((100,), 0.01, **tkwargs)
     sampler = RidgeLeverageSampler(qbar=0.5)
@@ -104,7 +92,7 @@ def test_repeated_observations_raise_inclusion(tkwargs):
 
 
 def test_sampler_is_deterministic_under_a_seed_and_never_empty(tkwargs):
-    k = _kernel()
+    k = rbf_kernel(0.1, outputscale=1.0, frozen=False)
     X = torch.rand(200, 2, generator=_gen(0), **tkwargs)
     noise = torch.full((200,), 0.1, **tkwargs)
     a = RidgeLeverageSampler(qbar=3, generator=_gen(7)).select(_pool(X, k, noise))
@@ -116,7 +104,7 @@ def test_sampler_is_deterministic_under_a_seed_and_never_empty(tkwargs):
 
 
 def test_large_qbar_keeps_every_point(tkwargs):
-    k = _kernel()
+    k = rbf_kernel(0.1, outputscale=1.0, frozen=False)
     X = torch.rand(50, 2, generator=_gen(0), **tkwargs)
     noise = torch.full((50,), 0.01, **tkwargs)
     idx = RidgeLeverageSampler(qbar=1e8, generator=_gen(0)).select(_pool(X, k, noise))
@@ -124,7 +112,7 @@ def test_large_qbar_keeps_every_point(tkwargs):
 
 
 def test_cap_scales_qbar_and_warns(tkwargs):
-    k = _kernel(lengthscale=0.02)
+    k = rbf_kernel(0.02, outputscale=1.0, frozen=False)
     X = torch.rand(500, 1, generator=_gen(0), **tkwargs)
     noise = torch.full((500,), 1e-3, **tkwargs)
     sampler = RidgeLeverageSampler(qbar=10, max_size=40, generator=_gen(1))
@@ -134,7 +122,7 @@ def test_cap_scales_qbar_and_warns(tkwargs):
 
 
 def test_greedy_variance_is_a_pivoted_cholesky(tkwargs):
-    k = _kernel(lengthscale=0.3)
+    k = rbf_kernel(0.3, outputscale=1.0, frozen=False)
     X = torch.rand(80, 2, generator=_gen(0), **tkwargs)
     noise = torch.full((80,), 0.01, **tkwargs)
     with torch.no_grad():
@@ -156,7 +144,7 @@ def test_greedy_variance_is_a_pivoted_cholesky(tkwargs):
 
 
 def test_uniform_and_fixed_rules(tkwargs):
-    k = _kernel()
+    k = rbf_kernel(0.1, outputscale=1.0, frozen=False)
     X = torch.rand(30, 2, **tkwargs)
     noise = torch.full((30,), 0.1, **tkwargs)
     a = UniformSelector(8, generator=_gen(3)).select(_pool(X, k, noise))
@@ -194,7 +182,7 @@ def test_fixed_selector_training_rows_keep_one_row_per_input(tkwargs):
 
 
 def test_leverage_scores_are_bounded_by_prior_over_noise(tkwargs):
-    k = _kernel()
+    k = rbf_kernel(0.1, outputscale=1.0, frozen=False)
     X = torch.rand(60, 1, generator=_gen(0), **tkwargs)
     noise = torch.full((60,), 0.05, **tkwargs)
     scores = leverage_scores(X, k, noise, None, torch.arange(5))

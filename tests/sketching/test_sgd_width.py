@@ -98,7 +98,7 @@ def test_isotropic_scale(tkwargs):
 
 def test_online_ridge_matches_direct_solve(tkwargs):
     X, y = _sphere(300, 8, seed=4, **tkwargs)
-    ridge = OnlineRidge(8, ridge=0.5, **tkwargs)
+    ridge = OnlineRidge(8, noise_var=0.5, **tkwargs)
     ridge.observe_batch(X, y)
     V = X.mT @ X + 0.5 * torch.eye(8, **tkwargs)
     torch.testing.assert_close(ridge.inverse, torch.linalg.inv(V))

@@ -4,6 +4,7 @@ import pytest
 import torch
 from botorch.exceptions.errors import InputDataError, UnsupportedError
 from gpytorch.kernels import RBFKernel, ScaleKernel
+from helpers import rbf_kernel, residual_data
 
 from botorch_sketch.sketching import (
     DTCPosterior,
@@ -18,22 +19,6 @@ from botorch_sketch.sketching.ridge import OnlineRidge
 from botorch_sketch.sketching.weight_posterior import bordered_inverse
 
 
-def _kernel(lengthscale=0.3):
-    k = ScaleKernel(RBFKernel()).double()
-    k.base_kernel.lengthscale = lengthscale
-    k.outputscale = 1.3
-    k.requires_grad_(False)
-    return k
-
-
-def _data(n, d=2, seed=0, **tkwargs):
-    g = torch.Generator().manual_seed(seed)
-    X = torch.rand(n, d, generator=g, **tkwargs)
-    r = torch.randn(n, generator=g, **tkwargs)
-    noise = 0.05 + 0.1 * torch.rand(n, generator=g, **tkwargs)
-    return X, r, noise
-
-
 def test_old_names_are_the_one_class():
     assert DTCPosterior is WeightPosterior and OnlineDTC is WeightPosterior
 
@@ -41,8 +26,8 @@ def test_old_names_are_the_one_class():
 def test_updated_and_factorised_states_read_the_same(tkwargs):
     # Half the data factorised, the other half by Woodbury steps (one rank-q,
     # then rank-one in place): every read-out equals a fresh factorisation.
-    k = _kernel()
-    X, r, noise = _data(40, **tkwargs)
+    k = rbf_kernel(0.3, outputscale=1.3)
+    X, r, noise = residual_data(40, **tkwargs)
     emb = NystromEmbedding(k, X[:12])
     Z = emb(X)
     resid = emb.residual_variance(X, Z)
@@ -88,8 +73,8 @@ def test_updated_and_factorised_states_read_the_same(tkwargs):
 def test_fantasy_batches_fold_test_batches_without_changing_values(tkwargs):
     # A posterior batched over fantasies, read at test points with more batch
     # dimensions: equal to reading each fantasy's posterior alone.
-    k = _kernel()
-    X, r, noise = _data(25, **tkwargs)
+    k = rbf_kernel(0.3, outputscale=1.3)
+    X, r, noise = residual_data(25, **tkwargs)
     emb = NystromEmbedding(k, X[:8])
     post = WeightPosterior(DTCStatistics.from_data(emb, X, r, noise))
     Xn = torch.rand(2, 2, **tkwargs)
@@ -131,8 +116,8 @@ def test_fantasy_batches_fold_test_batches_without_changing_values(tkwargs):
 
 
 def test_chunked_variance_equals_the_unchunked_one(tkwargs):
-    k = _kernel()
-    X, r, noise = _data(50, **tkwargs)
+    k = rbf_kernel(0.3, outputscale=1.3)
+    X, r, noise = residual_data(50, **tkwargs)
     emb = NystromEmbedding(k, X[:10])
     post = WeightPosterior(DTCStatistics.from_data(emb, X, r, noise))
     points = EmbeddedPoints(emb, X, chunk_size=7)
@@ -194,8 +179,8 @@ def test_extend_repeatedly_keeps_the_covariance_and_leaves_copies_apart():
 def test_embedded_points_follow_a_growing_inducing_set(tkwargs):
     # Appending points and adding coordinates keeps the store equal to a fresh
     # embedding of every point in the grown set, residual variances included.
-    k = _kernel(0.4)
-    X, _, _ = _data(30, **tkwargs)
+    k = rbf_kernel(0.4, outputscale=1.3)
+    X, _, _ = residual_data(30, **tkwargs)
     emb = NystromEmbedding(k, X[:3])
     points = EmbeddedPoints.empty(emb, X[:0], capacity=2)
     for i in range(30):
@@ -219,7 +204,7 @@ def test_ridge_is_the_weight_posterior_on_identity_features(tkwargs):
     g = torch.Generator().manual_seed(0)
     X = torch.randn(20, 4, generator=g, **tkwargs)
     y = torch.randn(20, generator=g, **tkwargs)
-    ridge = OnlineRidge(4, ridge=0.3, **tkwargs)
+    ridge = OnlineRidge(4, noise_var=0.3, **tkwargs)
     other = ridge.clone()
     ridge.observe_batch(X, y)
     V = X.mT @ X + 0.3 * torch.eye(4, **tkwargs)

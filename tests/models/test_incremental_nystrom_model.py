@@ -2,7 +2,7 @@ import pytest
 import torch
 from botorch.exceptions.errors import UnsupportedError
 
-from botorch_sketch.models.incremental import IncrementalNystromModel
+from botorch_sketch.models.incremental_nystrom_model import IncrementalNystromModel
 
 
 def test_posterior_matches_the_model(tkwargs, online_nystrom):
