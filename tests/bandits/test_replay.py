@@ -52,24 +52,26 @@ def test_replay_is_unbiased_for_a_fixed_policy():
 
 
 def test_learning_policies_beat_uniform_on_digits():
+    # About 300 of the 3000 events are accepted, so one run's CTR has a standard
+    # error near 0.025 and SGDLinUCB's varies with its SGD seed (0.19-0.27 here):
+    # every run must clear uniform (0.1) by two standard errors, and the runs'
+    # mean must double it.
     log = digits_log(3000, 10, generator=torch.Generator().manual_seed(1))
     assert log.dim == 100
-    results = replay_side_by_side(
-        [
-            LinUCB(log.dim, width=0.5),
-            SGDLinUCB(
-                log.dim,
-                width=0.5,
-                steps_per_update=16,
-                generator=torch.Generator().manual_seed(0),
-            ),
-        ],
-        log,
-        progress=False,
-    )
+    policies = [LinUCB(log.dim, width=0.5)] + [
+        SGDLinUCB(
+            log.dim,
+            width=0.5,
+            steps_per_update=16,
+            generator=torch.Generator().manual_seed(seed),
+        )
+        for seed in range(3)
+    ]
+    results = replay_side_by_side(policies, log, progress=False)
     for result in results:
-        assert result.ctr > 0.2, result.ctr  # uniform random: 0.1
+        assert result.ctr > 0.15, result.ctr  # uniform random: 0.1
         assert result.time_per_event > 0
+    assert sum(r.ctr for r in results) / len(results) > 0.2
 
 
 def test_bad_log(tkwargs):
