@@ -25,6 +25,7 @@ from botorch_sketch.benchmarks import (
     bandits,
     bo,
     contextual,
+    default_fit,
     fantasies,
     gssbo,
     inference,
@@ -89,6 +90,10 @@ def _iteration(budget: str, stem: str) -> tuple[str, list[str]]:
     return iteration.render(iteration.run(budget), machine()), []
 
 
+def _default_fit(budget: str, stem: str) -> tuple[str, list[str]]:
+    return default_fit.render(default_fit.run(budget), machine(threads=1)), []
+
+
 def _scale(budget: str, stem: str) -> tuple[str, list[str]]:
     text = scale.render(scale.run(budget), machine())
     try:
@@ -132,6 +137,7 @@ BENCHMARKS: dict[str, tuple[str, Callable[[str, str], tuple[str, list[str]]]]] =
     "contextual": ("EK-UCB against KernelUCB, CBKB and CBBKB", _contextual),
     "bo": ("Closed-loop BO: NystromGP against SingleTaskGP and the rest", _bo),
     "iteration": ("One BO iteration: fit + optimize_acqf, medians", _iteration),
+    "default-fit": ("The default NystromGP fit against SingleTaskGP", _default_fit),
     "gssbo": ("GSSBO against the full SingleTaskGP and a random subset", _gssbo),
     "scale": ("NystromGP up to a million observations", _scale),
     "throughput": ("The posterior over many candidates against matmul", _throughput),
