@@ -91,7 +91,9 @@ def _iteration(budget: str, stem: str) -> tuple[str, list[str]]:
 
 
 def _default_fit(budget: str, stem: str) -> tuple[str, list[str]]:
-    return default_fit.render(default_fit.run(budget), machine(threads=1)), []
+    # The rows carry their own thread counts.
+    where = machine().rsplit(" with ", 1)[0] + ", threads per row"
+    return default_fit.render(default_fit.run(budget), where), []
 
 
 def _scale(budget: str, stem: str) -> tuple[str, list[str]]:
