@@ -119,3 +119,25 @@ def test_an_explicit_subset_with_a_learnable_input_transform_is_refused(tkwargs)
     )
     with pytest.raises(UnsupportedError, match="learnable parameters"):
         _fit(model)
+
+
+def test_an_explicit_subset_is_not_subsetted_again(tkwargs, monkeypatch):
+    # fit_subset_size = 120 above the automatic limit (here 50 for every model,
+    # the subset's too) fits on all 120 points: the subset model must not take
+    # an automatic subset of its own.
+    monkeypatch.setattr(NystromGP, "automatic_fit_subset_size", 50)
+    X, Y = _data(200, **tkwargs)
+    nested = NystromGP(X, Y, fit_subset_size=120)
+    subset = nested._fitting_subset()
+    assert subset.train_X.shape[0] == 120
+    assert subset._subset_rows().numel() == 120
+    plain = NystromGP(X, Y, fit_subset_size=120)
+    plain.automatic_fit_subset_size = None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ExactRegimeWarning)
+        _fit(nested)
+        _fit(plain)
+    torch.testing.assert_close(
+        nested.covar_module.lengthscale, plain.covar_module.lengthscale
+    )
+    torch.testing.assert_close(nested.likelihood.noise, plain.likelihood.noise)

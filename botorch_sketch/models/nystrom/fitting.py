@@ -181,6 +181,8 @@ class NystromFittingMixin:
             "exact_fit_size",
         ):
             setattr(subset, name, getattr(self, name))
+        # The subset is the fitting data: it must not take a subset of its own.
+        subset.automatic_fit_subset_size = None
         return subset
 
     def compute_custom_loss(
