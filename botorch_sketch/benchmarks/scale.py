@@ -6,8 +6,7 @@ other inputs inactive), noise sd 0.1. For each ``(d, n, m)`` the parts of one BO
 iteration are timed in a fresh process, whose peak resident memory is
 reported: building the model (the inducing rule at the initial
 hyperparameters), fitting (hyperparameters and the inducing rule on a random
-subset of 2,000 points, ``NystromGP.fit_subset_size``: at ``n = 10^5`` a
-subset of 10,000 took 7x longer for a held-out NLL 0.01 worse), the posterior
+subset of 2,000 points, ``NystromGP.fit_subset_size``), the posterior
 state (embedding and statistics of all ``n`` points), one ``optimize_acqf`` of
 ``LogExpectedImprovement`` (10 restarts, 512 raw samples), and the held-out log
 likelihood on 10,000 points.
