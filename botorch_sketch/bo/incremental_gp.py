@@ -238,16 +238,25 @@ class IncrementalGP:
     def _refit(
         self, X: Tensor, Y: Tensor, Yvar: Tensor | None, reason: str
     ) -> NystromGP:
-        model = self._build(X, Y, Yvar, warm=self.model)
+        # Changed data (rows removed or reordered) keep the warm hyperparameters
+        # but not the inducing set, whose row numbers no longer mean the same.
+        model = self._build(
+            X, Y, Yvar, warm=self.model, same_rows=reason != "data changed"
+        )
         self.counts.last_reason = reason
         return model
 
     def _build(
-        self, X: Tensor, Y: Tensor, Yvar: Tensor | None, warm: NystromGP | None
+        self,
+        X: Tensor,
+        Y: Tensor,
+        Yvar: Tensor | None,
+        warm: NystromGP | None,
+        same_rows: bool = True,
     ) -> NystromGP:
         model = NystromGP(X, Y, train_Yvar=Yvar, **self.model_kwargs)
         if warm is not None:
-            self._warm_start(model, warm)
+            self._warm_start(model, warm, same_rows)
         try:
             fit_gpytorch_mll(
                 ExactMarginalLogLikelihood(model.likelihood, model), **self.fit_kwargs
@@ -275,17 +284,21 @@ class IncrementalGP:
         return model
 
     @staticmethod
-    def _warm_start(model: NystromGP, previous: NystromGP) -> None:
+    def _warm_start(model: NystromGP, previous: NystromGP, same_rows: bool) -> None:
         # The previous hyperparameters (parameters only: the transforms belong to
-        # the new data), then the inducing rule run once from the previous set,
-        # whose rows are still the first rows of the data. One fitting round
-        # follows: the set was chosen at hyperparameters near the optimum.
+        # the new data), then the inducing rule run once from the previous set
+        # when its rows are still the first rows of the data (``same_rows``).
+        # One fitting round follows: the hyperparameters are near the optimum.
         old = dict(previous.named_parameters())
         with torch.no_grad():
             for name, parameter in model.named_parameters():
                 if name in old and old[name].shape == parameter.shape:
                     parameter.copy_(old[name])
-        if previous.inducing_index is not None and model.inducing_rule is not None:
+        if (
+            same_rows
+            and previous.inducing_index is not None
+            and model.inducing_rule is not None
+        ):
             model.inducing_index = previous.inducing_index
             model.select_inducing_points()
         model.fit_rounds = 1

@@ -126,6 +126,13 @@ def test_refits_on_schedule_growth_and_changed_data():
     # Changed history: rebuilt and refitted.
     surrogate(X.flip(0), Y.flip(0))
     assert surrogate.counts.last_reason == "data changed"
+    # Fewer rows than the previous inducing set numbered (as when a study's
+    # completed trials are read back in another order, or some are dropped):
+    # the set is chosen afresh, not indexed out of range.
+    few = X.shape[0] // 4
+    model = surrogate(X[-few:], Y[-few:])
+    assert surrogate.counts.last_reason == "data changed"
+    assert int(model.inducing_index.max()) < few
     # Growth: every new point joins, so the set doubles and is redrawn.
     grow = IncrementalGP(refit_every=100, drift_tolerance=None, qbar=1e9)
     X0, Y0 = X[:10], Y[:10]
