@@ -158,3 +158,11 @@ def exact_gp_posterior(
         return mean, kernel(X_test).to_dense() - Ks @ torch.linalg.solve(K, Ks.mT)
     var = kernel(X_test, diag=True) - (Ks * torch.linalg.solve(K, Ks.mT).mT).sum(-1)
     return mean, var
+
+
+def assert_same_hyperparameters(model, other) -> None:
+    """Assert two fitted GPs with an unscaled kernel share lengthscale and noise."""
+    torch.testing.assert_close(
+        model.covar_module.lengthscale, other.covar_module.lengthscale
+    )
+    torch.testing.assert_close(model.likelihood.noise, other.likelihood.noise)

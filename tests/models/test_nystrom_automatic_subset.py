@@ -9,7 +9,7 @@ from botorch.exceptions.errors import UnsupportedError
 from botorch.fit import fit_gpytorch_mll
 from botorch.models.transforms.input import Normalize, Warp
 from gpytorch.mlls import ExactMarginalLogLikelihood
-from helpers import sine_sum, toy_data
+from helpers import assert_same_hyperparameters, sine_sum, toy_data
 
 from botorch_sketch import NystromGP
 from botorch_sketch.benchmarks.metrics import held_out_accuracy
@@ -52,11 +52,7 @@ def test_automatic_fit_equals_an_explicit_subset_of_exact_fit_size(tkwargs):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ExactRegimeWarning)
         _fit(explicit)
-    torch.testing.assert_close(
-        auto.covar_module.lengthscale,
-        explicit.covar_module.lengthscale,
-    )
-    torch.testing.assert_close(auto.likelihood.noise, explicit.likelihood.noise)
+    assert_same_hyperparameters(auto, explicit)
     # But the automatic rule chose among all 80 rule rows, not only those 40.
     assert bool(torch.isin(auto.inducing_index, auto._subset_rows()).all())
     assert not bool(torch.isin(auto.inducing_index, auto._subset_rows()[:40]).all())
@@ -137,7 +133,4 @@ def test_an_explicit_subset_is_not_subsetted_again(tkwargs, monkeypatch):
         warnings.simplefilter("ignore", ExactRegimeWarning)
         _fit(nested)
         _fit(plain)
-    torch.testing.assert_close(
-        nested.covar_module.lengthscale, plain.covar_module.lengthscale
-    )
-    torch.testing.assert_close(nested.likelihood.noise, plain.likelihood.noise)
+    assert_same_hyperparameters(nested, plain)
