@@ -39,9 +39,16 @@ def test_the_hyperparameter_rows_are_a_prefix_of_the_rule_rows(tkwargs):
     assert rule_rows.numel() == 80 and fit_rows.numel() == 40
     assert torch.equal(fit_rows, rule_rows[:40])
     assert rule_rows.unique().numel() == 80
-    # At or below the limit every row is used for both.
-    small = _automatic(X[:80], Y[:80])
-    assert small._subset_rows().numel() == small._hyperparameter_rows().numel() == 80
+    # At or below the limit the rule sees every row and the hyperparameters a
+    # random exact_fit_size of them (not the first rows: data in loop order
+    # start with the initial design); at or below exact_fit_size, every row.
+    between = _automatic(X[:80], Y[:80])
+    assert torch.equal(between._subset_rows(), torch.arange(80))
+    fit_rows = between._hyperparameter_rows()
+    assert fit_rows.numel() == 40 and fit_rows.unique().numel() == 40
+    assert not torch.equal(fit_rows.sort().values, torch.arange(40))
+    small = _automatic(X[:40], Y[:40])
+    assert small._subset_rows().numel() == small._hyperparameter_rows().numel() == 40
 
 
 def test_automatic_fit_equals_an_explicit_subset_of_exact_fit_size(tkwargs):
