@@ -40,7 +40,7 @@ from botorch.exceptions.errors import InputDataError, UnsupportedError
 from botorch.models.gpytorch import GPyTorchModel
 from botorch.models.model import FantasizeMixin
 from botorch.models.transforms.input import InputTransform
-from botorch.models.transforms.outcome import OutcomeTransform
+from botorch.models.transforms.outcome import OutcomeTransform, Standardize
 from botorch.models.utils.gpytorch_modules import (
     get_covar_module_with_dim_scaled_prior,
     get_gaussian_likelihood_with_lognormal_prior,
@@ -256,13 +256,30 @@ class NystromGP(
         check_test_inputs(X, self.train_X.shape[-1])
         X = self.transform_inputs(X)
         readout = self._posterior_readout()
-        delta, covar = readout(X, self.covar_module(X).to_dense())
-        mean = self.mean_module(X) + delta
+        transform = getattr(self, "outcome_transform", None)
+        scale = None
+        if observation_noise is False or observation_noise is None:
+            # Rows on demand: acquisition functions with ``cache_root`` read only
+            # the q new rows of a joint covariance over baseline and new points.
+            # A plain ``Standardize`` is undone on the operator's pieces here:
+            # BoTorch's own untransform wraps the covariance in diagonal
+            # products, whose rows are read by forming the whole matrix.
+            scale = _standardize_scale(transform)
+            prior_mean = self.mean_module(X)
+            if scale is not None:
+                prior_mean = transform.means.reshape(()) + scale * prior_mean
+                transform = None
+            delta, covar = readout.lazy(X, self.covar_module(X), scale=scale)
+        else:
+            prior_mean = self.mean_module(X)
+            delta, covar = readout(X, self.covar_module(X).to_dense())
+        mean = prior_mean + delta
         # Fantasies share a covariance (it does not depend on the outcomes): the
         # expansion over them is a view.
         shape = torch.broadcast_shapes(mean.shape, covar.shape[:-1])
         mean = mean.expand(shape)
-        covar = covar.expand(shape + covar.shape[-1:])
+        if covar.shape[:-1] != shape:
+            covar = covar.expand(shape + covar.shape[-1:])
         noise = self._observation_noise(observation_noise, covar)
         if noise is not None:
             covar = covar + torch.diag_embed(noise)
@@ -271,8 +288,8 @@ class NystromGP(
         # covariance, where gpytorch's sampling adds jitter as needed.
         distribution = MultivariateNormal(mean, to_linear_operator(covar))
         posterior = GPyTorchPosterior(distribution=distribution)
-        if hasattr(self, "outcome_transform"):
-            posterior = self.outcome_transform.untransform_posterior(posterior, X=X)
+        if transform is not None:
+            posterior = transform.untransform_posterior(posterior, X=X)
         if posterior_transform is not None:
             return posterior_transform(posterior)
         return posterior
@@ -374,3 +391,16 @@ class NystromGP(
         if inducing is not None:
             inputs["inducing"] = inducing
         return inputs
+
+
+def _standardize_scale(transform: OutcomeTransform | None) -> Tensor | None:
+    # The standard deviation of a trained, single-output ``Standardize`` (not a
+    # subclass: ``StratifiedStandardize`` scales per input), else None.
+    if (
+        type(transform) is not Standardize
+        or transform._outputs is not None
+        or transform.stdvs.numel() != 1
+        or not bool(transform._is_trained)
+    ):
+        return None
+    return transform.stdvs.reshape(())

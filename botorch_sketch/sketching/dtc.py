@@ -34,9 +34,11 @@ References:
 from __future__ import annotations
 
 import torch
+from linear_operator.operators import LinearOperator
 from torch import Tensor
 
 from botorch_sketch.sketching.chunks import chunk_size_for
+from botorch_sketch.sketching.dtc_covariance import DTCCovarianceOperator
 from botorch_sketch.sketching.nystrom import NystromEmbedding
 from botorch_sketch.sketching.statistics import DTCStatistics
 from botorch_sketch.sketching.weight_posterior import (
@@ -118,6 +120,35 @@ class DTCReadout:
         F = rows @ self.covariance_root
         mean = (rows @ self.mean_weights.unsqueeze(-1)).squeeze(-1)
         return mean, lift_diagonal(K - F @ F.mT)
+
+    def lazy(
+        self, X: Tensor, K: LinearOperator, scale: Tensor | None = None
+    ) -> tuple[Tensor, Tensor | LinearOperator]:
+        r"""Posterior mean and a covariance that computes its rows when read.
+
+        As :meth:`__call__`, but the covariance is a
+        :class:`~botorch_sketch.sketching.dtc_covariance.DTCCovarianceOperator`:
+        ``q`` rows of it cost ``O(q m m' + q N m)`` instead of the dense
+        matrix's ``O(N m m' + N^2 m')``. A batched posterior returns the dense
+        covariance.
+
+        Args:
+            X: A ``batch_shape x N x d`` tensor of (input-transformed) points.
+            K: Their ``batch_shape x N x N`` prior covariance, lazily evaluated.
+            scale: A 0-dim tensor ``s``: the mean is multiplied by ``s`` and the
+                covariance by ``s^2`` (an outcome standardisation undone on the
+                operator's pieces, so that its rows stay cheap to read).
+        """
+        if self.covariance_root is None:
+            mean, covar = self(X, K.to_dense())
+            if scale is not None:
+                mean, covar = scale * mean, scale.square() * covar
+            return mean, covar
+        rows = self.embedding.kernel_rows(X)
+        mean = (rows @ self.mean_weights.unsqueeze(-1)).squeeze(-1)
+        if scale is not None:
+            mean, rows, K = scale * mean, scale * rows, K * scale.square()
+        return mean, DTCCovarianceOperator(K, rows, self.covariance_root)
 
 
 def posterior_variance(
