@@ -65,6 +65,27 @@ def test_automatic_fit_equals_an_explicit_subset_of_exact_fit_size(tkwargs):
     assert not bool(torch.isin(auto.inducing_index, auto._subset_rows()[:40]).all())
 
 
+def test_between_the_sizes_the_fit_uses_a_random_exact_fit_size(tkwargs):
+    # 60 points, limit 80, exact 40: the hyperparameters are those of an exact
+    # fit on the 40 hyperparameter rows, and the rule then sees all 60 points.
+    X, Y = _data(60, **tkwargs)
+    model = _automatic(X, Y)
+    rows = model._hyperparameter_rows()
+    assert rows.numel() == 40
+    # The rule saw every row, and its set (about 60% of them here) covers most:
+    # the model is the exact GP, and says so.
+    with pytest.warns(ExactRegimeWarning):
+        _fit(model)
+    assert model.is_exact and model.inducing_index.numel() == 60
+    explicit = NystromGP(X, Y, fit_subset_size=40)
+    explicit.exact_fit_size = 40
+    explicit._subset_rows = lambda: rows  # the same 40 rows
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ExactRegimeWarning)
+        _fit(explicit)
+    assert_same_hyperparameters(model, explicit)
+
+
 def test_the_subset_fit_warns_nothing_and_the_model_stays_a_sketch(tkwargs):
     X, Y = _data(200, **tkwargs)
     with warnings.catch_warnings():
