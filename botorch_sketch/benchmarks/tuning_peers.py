@@ -4,8 +4,8 @@ r"""The ``tuning`` benchmark extended: our samplers against Optuna's and Ax's.
 Seven methods tune the same scikit-learn estimators:
 
 - ``SketchSampler`` (this package's Optuna sampler: ``NystromGP`` + qLogNEI);
-- optuna-integration's ``BoTorchSampler`` with ``nystrom_candidates_func``
-  (``NystromGP`` plugged into it);
+- optuna-integration's ``BoTorchSampler`` with ``NystromCandidates()`` (a carried
+  ``NystromGP`` plugged into it);
 - Ax with ``NystromGP`` + qLogEI (``botorch-sketch tune``'s strategy);
 - Optuna's ``GPSampler`` (an exact GP), ``TPESampler`` (Optuna's default),
   optuna-integration's ``BoTorchSampler`` as it comes (exact ``SingleTaskGP``)
@@ -220,9 +220,11 @@ def _optuna_sampler(method: str, seed: int, budget: Budget) -> Any:
     if method in (BOTORCH, BOTORCH_NYSTROM):
         from optuna_integration import BoTorchSampler
 
-        from botorch_sketch.integrations.optuna import nystrom_candidates_func
+        from botorch_sketch.integrations.optuna import NystromCandidates
 
-        candidates = nystrom_candidates_func if method == BOTORCH_NYSTROM else None
+        # The carried model the README recommends (``nystrom_candidates_func``
+        # refits from scratch every trial, as optuna-integration's own do).
+        candidates = NystromCandidates() if method == BOTORCH_NYSTROM else None
         return BoTorchSampler(candidates_func=candidates, seed=seed)
     if method == SKETCH:
         from botorch_sketch.integrations.optuna import SketchSampler
