@@ -1,0 +1,136 @@
+import logging
+
+import pytest
+import torch
+from botorch.exceptions.errors import InputDataError, UnsupportedError
+from botorch.test_functions import Branin
+
+pytest.importorskip("ax")
+
+from ax.api.client import Client  # noqa: E402
+from ax.api.configs import RangeParameterConfig  # noqa: E402
+
+from botorch_sketch.integrations import ax_carried  # noqa: E402
+from botorch_sketch.integrations.ax import sketch_generation_strategy  # noqa: E402
+from botorch_sketch.integrations.ax_carried import (  # noqa: E402
+    CARRIED,
+    CarriedNystromGP,
+    forget,
+)
+from botorch_sketch.models.nystrom.fitting import NystromFittingMixin  # noqa: E402
+
+BRANIN = Branin()
+FAST = {"num_restarts": 2, "raw_samples": 64}
+
+
+@pytest.fixture(autouse=True)
+def quiet_and_forgetful():
+    logger = logging.getLogger("ax")
+    level, threads = logger.level, torch.get_num_threads()
+    logger.setLevel(logging.WARNING)
+    torch.set_num_threads(1)
+    forget()
+    yield
+    forget()
+    logger.setLevel(level)
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture
+def fits(monkeypatch):
+    # Every fit that actually runs (NystromGP's own custom_fit).
+    calls = []
+    original = NystromFittingMixin.custom_fit
+
+    def counted(self, *args, **kwargs):
+        calls.append(self.train_X.shape[0])
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(NystromFittingMixin, "custom_fit", counted)
+    return calls
+
+
+def _client(carry, refit_growth, attached=20):
+    client = Client(random_seed=0)
+    client.configure_experiment(
+        parameters=[
+            RangeParameterConfig(name="x0", parameter_type="float", bounds=(-5, 10)),
+            RangeParameterConfig(name="x1", parameter_type="float", bounds=(0, 15)),
+        ]
+    )
+    client.configure_optimization(objective="-branin")
+    g = torch.Generator().manual_seed(0)
+    for u in torch.rand(attached, 2, generator=g, dtype=torch.double):
+        p = {"x0": float(-5 + 15 * u[0]), "x1": float(15 * u[1])}
+        index = client.attach_trial(p)
+        client.complete_trial(index, raw_data={"branin": _branin(p)})
+    options = {"carry": carry, "refit_growth": refit_growth}
+    client.set_generation_strategy(
+        sketch_generation_strategy(
+            model_class=CarriedNystromGP,
+            model_options=options,
+            optimizer_options=FAST,
+            use_existing_trials=True,
+        )
+    )
+    return client
+
+
+def _branin(p):
+    return float(BRANIN(torch.tensor([[p["x0"], p["x1"]]], dtype=torch.double)))
+
+
+def _trial(client):
+    ((index, p),) = client.get_next_trials(max_trials=1).items()
+    client.complete_trial(index, raw_data={"branin": _branin(p)})
+
+
+def test_ax_refits_only_when_the_data_have_grown(fits):
+    client = _client("study", refit_growth=0.2)
+    for _ in range(6):  # 20 -> 25 observations
+        _trial(client)
+    # Fitted at 20 observations; 21-24 are within 20% and load the carried
+    # hyperparameters; 25 is not.
+    assert fits == [20, 25]
+    assert CARRIED["study", ("branin",)].num_data == 25
+
+
+def test_the_carried_hyperparameters_are_the_ones_loaded(fits):
+    client = _client("study", refit_growth=1.0)
+    _trial(client)
+    state = CARRIED["study", ("branin",)].state
+    _trial(client)
+    assert fits == [20]
+    model = client._generation_strategy.adapter.generator.surrogate.model
+    assert isinstance(model, CarriedNystromGP) and model.train_X.shape[0] == 21
+    for name, module_state in state.items():
+        for key, value in module_state.items():
+            torch.testing.assert_close(getattr(model, name).state_dict()[key], value)
+
+
+def test_refit_growth_zero_refits_every_trial(fits):
+    client = _client("always", refit_growth=0.0)
+    for _ in range(3):
+        _trial(client)
+    assert fits == [20, 21, 22]
+
+
+def test_a_mismatched_carried_state_is_refitted(fits):
+    # A carried state of another structure (e.g. another search space) does
+    # not load: the model fits instead.
+    CARRIED["study", ("branin",)] = ax_carried.Carried(
+        num_data=1000, state={"covar_module": {"bogus": torch.zeros(1)}}
+    )
+    client = _client("study", refit_growth=1.0)
+    _trial(client)
+    assert fits == [20]
+
+
+def test_bad_options_are_refused():
+    X, Y = torch.rand(10, 2, dtype=torch.double), torch.rand(10, 1).double()
+    with pytest.raises(InputDataError, match="carry"):
+        CarriedNystromGP(X, Y, carry="")
+    with pytest.raises(InputDataError, match="refit_growth"):
+        CarriedNystromGP(X, Y, carry="k", refit_growth=float("nan"))
+    with pytest.raises(UnsupportedError, match="one outcome"):
+        CarriedNystromGP(X, torch.rand(10, 2).double(), carry="k")
