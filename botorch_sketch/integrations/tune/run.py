@@ -45,6 +45,7 @@ import sys
 import tempfile
 import threading
 import time
+import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -320,6 +321,7 @@ def _ax():
     from ax.api.configs import RangeParameterConfig
 
     import botorch_sketch.integrations.ax as integration
+    import botorch_sketch.integrations.ax_carried  # noqa: F401 (registers its class)
 
     return Client, RangeParameterConfig, integration
 
@@ -879,7 +881,13 @@ def generation_strategy(config: TuneConfig, use_existing_trials: bool = False) -
         "use_existing_trials": use_existing_trials,
     }
     if config.model == "nystrom":
-        return integration.sketch_generation_strategy(**common)
+        from botorch_sketch.integrations.ax_carried import CarriedNystromGP
+
+        # Ax refits its model every trial; this one carries its hyperparameters
+        # until the data have grown 5%, under a key of this strategy's own.
+        return integration.sketch_generation_strategy(
+            CarriedNystromGP, model_options={"carry": uuid.uuid4().hex}, **common
+        )
     if config.model == "subset":
         from botorch_sketch.models import GradientSubsetGP
 

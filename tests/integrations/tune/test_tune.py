@@ -20,6 +20,7 @@ from ax.api.client import Client  # noqa: E402
 import botorch_sketch  # noqa: E402
 import botorch_sketch.integrations.ax  # noqa: E402, F401 (lets Ax decode NystromGP)
 from botorch_sketch.integrations import cli  # noqa: E402
+from botorch_sketch.integrations.ax_carried import CarriedNystromGP  # noqa: E402
 from botorch_sketch.integrations.tune import cli as tune_cli  # noqa: E402
 from botorch_sketch.integrations.tune import run as tune_run  # noqa: E402
 from botorch_sketch.integrations.tune.problems import Param, evaluate, search_space  # noqa: E402
@@ -69,7 +70,9 @@ def test_short_run_completes_with_the_right_count(short_run):
     # The model is ours, the scores are the objective's.
     node = client._generation_strategy._nodes[-1]
     spec = node.generator_specs[0].generator_kwargs["surrogate_spec"]
-    assert spec.model_configs[0].botorch_model_class is botorch_sketch.NystromGP
+    model_class = spec.model_configs[0].botorch_model_class
+    assert model_class is CarriedNystromGP  # a NystromGP carried across trials
+    assert issubclass(model_class, botorch_sketch.NystromGP)
     params, score = trials[7]
     assert score == pytest.approx(evaluate("iris", "logreg", params, 3, 0)[0])
     record = json.loads(path.read_text())["botorch_sketch_tune"]
@@ -289,7 +292,7 @@ def test_acquisition_setting_names_the_botorch_class(acquisition, expected):
 
 @pytest.mark.parametrize(
     "model, expected",
-    [("nystrom", "NystromGP"), ("subset", "GradientSubsetGP")],
+    [("nystrom", "CarriedNystromGP"), ("subset", "GradientSubsetGP")],
 )
 def test_model_setting_names_our_class(model, expected):
     config = tune_run.TuneConfig(model=model, initial=7, subset_size=30)
@@ -299,6 +302,13 @@ def test_model_setting_names_our_class(model, expected):
     assert model_config.botorch_model_class.__name__ == expected
     if model == "subset":
         assert model_config.model_options == {"subset_size": 30, "num_initial": 7}
+    else:
+        # A key of this strategy's own: two runs in one process do not share.
+        other = tune_run.generation_strategy(config)
+        other_kwargs = other._nodes[-1].generator_specs[0].generator_kwargs
+        (other_config,) = other_kwargs["surrogate_spec"].model_configs
+        assert model_config.model_options["carry"]
+        assert model_config.model_options != other_config.model_options
 
 
 def test_search_spaces_validate_their_bounds():
