@@ -60,7 +60,7 @@ from botorch_sketch.integrations.tune.problems import (
 #: The methods, in the order of the tables.
 SKETCH = "SketchSampler"
 BOTORCH_NYSTROM = "BoTorchSampler + NystromGP"
-AX_OURS = "Ax + NystromGP (qLogEI)"
+AX_OURS = "Ax + NystromGP carried (qLogEI)"
 GP = "GPSampler"
 TPE = "TPESampler"
 BOTORCH = "BoTorchSampler (exact)"
