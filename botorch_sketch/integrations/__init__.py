@@ -2,7 +2,9 @@
 r"""Integrations with other libraries, each an optional extra.
 
 :mod:`botorch_sketch.integrations.ax` (the ``ax`` extra: ``pip install -e ".[ax]"``
-in a clone) builds Ax generation strategies that use this package's models;
+in a clone) builds Ax generation strategies that use this package's models, and
+:mod:`botorch_sketch.integrations.ax_carried` a ``NystromGP`` that carries its
+hyperparameters from one Ax trial to the next;
 :mod:`botorch_sketch.integrations.optuna` (the ``optuna`` extra:
 ``pip install -e ".[optuna]"``) is an Optuna sampler on them;
 :mod:`botorch_sketch.integrations.ray_statistics` (the ``ray`` extra) builds a
