@@ -494,14 +494,14 @@ class WidthTracker:
             step_scale = self.step_scale
         gamma = self.step_size(n) * step_scale
         shrink = 1.0 - gamma * (self.ridge(n) if self.ridge is not None else 0.0)
-        # phi <- shrink phi + (gamma / n) x - gamma (phi^T x_i) x_i^T: three
-        # kernels, in place.
+        # phi <- shrink phi - gamma (phi^T x_i) x_i^T + (gamma / n) x: two
+        # kernels in place (the shrink rides on the rank-one update's beta).
         if not self._owns_phi:
             self.phi = self.phi.clone()
             self._owns_phi = True
         projection = self.phi @ x_i
-        self.phi.mul_(shrink).add_(self.vectors, alpha=gamma / n).addr_(
-            projection, x_i, alpha=-gamma
+        self.phi.addr_(projection, x_i, beta=shrink, alpha=-gamma).add_(
+            self.vectors, alpha=gamma / n
         )
 
     def inverse_products(self) -> Tensor:

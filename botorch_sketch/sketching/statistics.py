@@ -106,7 +106,9 @@ class DTCStatistics:
         shape = (r + noise + residual_var).shape
         return cls(
             gram=weighted.mT @ Z,
-            moment=(weighted * r.unsqueeze(-1)).sum(-2),
+            # A matrix-vector product: the elementwise product and the reduction
+            # over rows cost 5x as much at n = 4096, m = 256.
+            moment=(Z.mT @ (r * precision).unsqueeze(-1)).squeeze(-1),
             sq_residual=(r.pow(2) * precision).sum(-1),
             log_noise=noise.log().expand(shape).sum(-1),
             trace_gap=(residual_var * precision).expand(shape).sum(-1),
@@ -127,6 +129,15 @@ class DTCStatistics:
         Memory stays at one ``chunk_size x m`` block. When gradients are being
         recorded, each chunk is checkpointed (recomputed in the backward pass), so
         fitting hyperparameters on large ``n`` is memory-bounded as well.
+
+        The sums are formed in Nystrom coordinates, ``Z = K root`` first, although
+        ``root^T (K^T Lambda^{-1} K) root`` would save one of the two ``n m^2``
+        products (1.6x faster at ``n = 10^6``, ``m = 256``). That is the
+        subset-of-regressors normal equation: it amplifies rounding by the
+        condition number of ``K_SS`` instead of its square root. On sets that
+        pass the well-conditioned Cholesky test its posterior mean differed from
+        this route's by 1e-11 relative at ``kappa = 4e3`` but by 9e-5 at
+        ``kappa = 5e5`` (noise 1e-2) and 1e-3 at ``kappa = 6e7``.
 
         Args:
             embedding: The Nystrom embedding.
