@@ -48,7 +48,11 @@ from gpytorch.kernels import Kernel
 from torch import Tensor
 
 from botorch_sketch.bandits.policy import ContextualPolicy, argmax_first
-from botorch_sketch.sketching.incremental import DictionaryRule, IncrementalNystrom
+from botorch_sketch.sketching.incremental import (
+    DictionaryRule,
+    Evaluation,
+    IncrementalNystrom,
+)
 from botorch_sketch.sketching.kors import KORS
 from botorch_sketch.sketching.rule import Candidates
 from botorch_sketch.sketching.selection import RidgeLeverageSampler
@@ -103,6 +107,9 @@ class OnlineKernelUCB(ContextualPolicy):
             dtype=dtype,
             device=device,
         )
+        # The played state and its evaluation from ``select``, which
+        # ``update`` reuses when it observes that very state.
+        self._played: tuple[Tensor, Evaluation] | None = None
 
     @property
     def dictionary_size(self) -> int:
@@ -111,19 +118,27 @@ class OnlineKernelUCB(ContextualPolicy):
 
     def scores(self, candidates: Tensor) -> Tensor:
         r"""UCB scores ``mu + beta sqrt(var / lambda)`` of ``C x d`` candidates."""
-        mean, var = self.model.mean_and_variance(candidates)
-        return mean + self.beta * (var / self.noise_var).sqrt()
+        return self._scores(self.model.evaluate(candidates))
+
+    def _scores(self, evaluation: Evaluation) -> Tensor:
+        return (
+            evaluation.mean + self.beta * (evaluation.variance / self.noise_var).sqrt()
+        )
 
     @torch.no_grad()
     def select(self, candidates: Tensor) -> Tensor:
         r"""The index of the candidate with the largest score (``C x d`` input)."""
         self._check(candidates)
+        self._played = None
         if self.model.num_observations == 0:
             u = self._uniform(1, candidates)
             return (
                 (u * candidates.shape[0]).long().clamp(max=candidates.shape[0] - 1)[0]
             )
-        return argmax_first(self.scores(candidates))
+        evaluation = self.model.evaluate(candidates)
+        index = argmax_first(self._scores(evaluation))
+        self._played = (candidates[index], evaluation.row(index))
+        return index
 
     @torch.no_grad()
     def update(self, features: Tensor, rewards: Tensor) -> None:
@@ -137,11 +152,16 @@ class OnlineKernelUCB(ContextualPolicy):
             raise InputDataError(
                 f"Got {features.shape[0]} states but {rewards.shape[0]} rewards."
             )
+        played, self._played = self._played, None
         for x, r in zip(features, rewards, strict=True):
-            self._observe(x, r)
+            known = None
+            if played is not None and torch.equal(x, played[0]):
+                known, played = played[1], None
+            self._observe(x, r, known)
 
-    def _observe(self, x: Tensor, r: Tensor) -> None:
-        self.model.observe(x, r)
+    def _observe(self, x: Tensor, r: Tensor, known: Evaluation | None) -> None:
+        # ``known``: x's evaluation from ``select``, if x is the state it chose.
+        self.model.observe(x, r, known)
 
     def _check(self, X: Tensor) -> None:
         d = self.model.input_dim
@@ -235,8 +255,8 @@ class CBKB(OnlineKernelUCB):
             qbar=qbar, max_size=max_size, generator=generator
         )
 
-    def _observe(self, x: Tensor, r: Tensor) -> None:
-        self.model.observe(x, r)
+    def _observe(self, x: Tensor, r: Tensor, known: Evaluation | None) -> None:
+        self.model.observe(x, r, known)
         self._resample()
 
     def _resample(self) -> None:
@@ -276,10 +296,11 @@ class CBBKB(CBKB):
         self._accumulated = 1.0
         self.num_redraws = 0
 
-    def _observe(self, x: Tensor, r: Tensor) -> None:
-        _, var = self.model.mean_and_variance(x.reshape(1, -1))
-        self._accumulated += float(var) / self.noise_var
-        self.model.observe(x, r)
+    def _observe(self, x: Tensor, r: Tensor, known: Evaluation | None) -> None:
+        if known is None or known.version != self.model.version:
+            known = self.model.evaluate(x.reshape(1, -1))
+        self._accumulated += float(known.variance) / self.noise_var
+        self.model.observe(x, r, known)
         if self.model.dictionary_size == 0 or self._accumulated > self.threshold:
             self._resample()
             self._accumulated = 1.0

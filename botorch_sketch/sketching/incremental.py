@@ -44,7 +44,7 @@ References:
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, NamedTuple
 
 import torch
 from botorch.exceptions.errors import BotorchTensorDimensionError, InputDataError
@@ -59,6 +59,29 @@ from botorch_sketch.sketching.statistics import DTCStatistics
 from botorch_sketch.sketching.weight_posterior import WeightPosterior
 
 DictionaryRule = KORS | Literal["all", "none"]
+
+
+class Evaluation(NamedTuple):
+    r"""The posterior at some inputs, with the pieces that observing one reuses.
+
+    A policy scores its candidates, plays one and observes it: the played
+    state's kernel row, prior variance and embedding are already in hand, and
+    at bandit sizes each kernel call costs more than the arithmetic it does
+    (:meth:`IncrementalNystrom.observe`).
+    """
+
+    mean: Tensor  #: ``n`` posterior means.
+    variance: Tensor  #: ``n`` latent variances.
+    kernel_rows: Tensor  #: ``n x m``, ``k(x, S)``.
+    prior_variance: Tensor  #: ``n``, ``k(x, x)``.
+    embedded: Tensor  #: ``n x m'``, ``z(x)``.
+    version: int  #: The dictionary they were computed under.
+
+    def row(self, index: Tensor | int) -> Evaluation:
+        r"""The evaluation of one input, kept as a batch of one."""
+        i = torch.as_tensor(index, device=self.mean.device).reshape(1)
+        parts = (part.index_select(0, i) for part in self[:5])
+        return Evaluation(*parts, self.version)
 
 
 class IncrementalNystrom:
@@ -106,6 +129,9 @@ class IncrementalNystrom:
         self._y = like.new_empty(16)
         self.num_observations = 0
         self._since_refactor = 0
+        # Counts dictionary changes: an :class:`Evaluation` made before one is
+        # not reused after it.
+        self.version = 0
 
     # ------------------------------------------------------------------ state
     @property
@@ -155,9 +181,32 @@ class IncrementalNystrom:
         Returns:
             The ``n`` means ``z^T w`` and ``n`` variances ``k - ||z||^2 + z^T C z``.
         """
+        evaluation = self.evaluate(X)
+        return evaluation.mean, evaluation.variance
+
+    def evaluate(self, X: Tensor) -> Evaluation:
+        r"""Posterior mean and variance, with the pieces ``observe`` can reuse.
+
+        Args:
+            X: A ``n x d`` tensor of inputs.
+
+        Returns:
+            The :class:`Evaluation` of ``X`` under the current dictionary.
+        """
         self._check_inputs(X)
-        Z, residual = self.embed(X)
-        return self.posterior.mean(Z), self.posterior.variance(Z, residual)
+        emb = self.embedding
+        rows = emb.kernel_rows(X)
+        prior = kernel_diagonal(self.kernel, X)
+        Z = rows @ emb.root
+        residual = emb.residual_variance(X, Z, prior_variance=prior)
+        return Evaluation(
+            mean=self.posterior.mean(Z),
+            variance=self.posterior.variance(Z, residual),
+            kernel_rows=rows,
+            prior_variance=prior,
+            embedded=Z,
+            version=self.version,
+        )
 
     def mean_and_covariance(self, X: Tensor) -> tuple[Tensor, Tensor]:
         r"""Joint posterior of batches of points (``O(q m^2 + q^2 m)`` per batch).
@@ -183,7 +232,9 @@ class IncrementalNystrom:
         return self.points.posterior_variance(self.posterior)
 
     # --------------------------------------------------------------- updates
-    def observe(self, x: Tensor, y: Tensor) -> bool:
+    def observe(
+        self, x: Tensor, y: Tensor, evaluation: Evaluation | None = None
+    ) -> bool:
         r"""Absorb one observation and apply the dictionary rule.
 
         ``O(m^2)`` if the dictionary does not grow, ``O(t m + m^2)`` if it does.
@@ -191,6 +242,10 @@ class IncrementalNystrom:
         Args:
             x: A ``d`` (or ``1 x d``) input.
             y: Its reward (0-dim or ``1``).
+            evaluation: ``x``'s :class:`Evaluation` (``Evaluation.row``), if
+                the caller holds it: its kernel row, prior variance and
+                embedding are reused if it was made under the current
+                dictionary, and computed again otherwise.
 
         Returns:
             Whether ``x`` joined the dictionary.
@@ -200,13 +255,13 @@ class IncrementalNystrom:
         y = torch.as_tensor(y, dtype=x.dtype, device=x.device).reshape(1)
         if not bool(torch.isfinite(y).all()):
             raise InputDataError("The reward is NaN or infinite.")
-        emb = self.embedding
-        if emb.num_inducing:
-            k_xS = kernel_matrix(self.kernel, x, emb.inducing_points)  # 1 x m
+        if evaluation is not None and evaluation.version == self.version:
+            k_xS, kdiag = evaluation.kernel_rows, evaluation.prior_variance
+            z = evaluation.embedded
         else:
-            k_xS = x.new_zeros(1, 0)
-        kdiag = kernel_diagonal(self.kernel, x)  # 1
-        z = k_xS @ emb.root
+            k_xS = self.embedding.kernel_rows(x)  # 1 x m
+            kdiag = kernel_diagonal(self.kernel, x)  # 1
+            z = k_xS @ self.embedding.root
         t = self.points.append(x, z, kdiag)
         if t == self._y.shape[0]:
             self._y = grow_rows(self._y)
@@ -219,7 +274,7 @@ class IncrementalNystrom:
         )
         inserted = False
         if self.rule == "all":
-            inserted = self._insert(t)
+            inserted = self._insert(t, z, kdiag)
         elif isinstance(self.rule, KORS):
             if self.rule.size == 0:
                 # The first state always joins (Z_1 = {s_1} in Alg. 2 of
@@ -228,7 +283,7 @@ class IncrementalNystrom:
             else:
                 coin, prob = self.rule.consider(self.rule.leverage(k_xS, kdiag))
                 admit, p = bool(coin[0]), prob[0]
-            if admit and self._insert(t):
+            if admit and self._insert(t, z, kdiag):
                 self.rule.admit(k_xS, kdiag, p)
                 inserted = True
         self._since_refactor += 1
@@ -236,13 +291,18 @@ class IncrementalNystrom:
             self.refactorise()
         return inserted
 
-    def _insert(self, index: int) -> bool:
+    def _insert(self, index: int, z: Tensor, prior_variance: Tensor) -> bool:
         r"""Add observation ``index``'s input to the dictionary (``O(t m)``).
+
+        Args:
+            index: The observation.
+            z: Its ``1 x m'`` embedding.
+            prior_variance: Its prior variance (one element).
 
         Returns:
             False if it lies in the numerical span of the dictionary already.
         """
-        grown = self.embedding.extended(self.points.X[index])
+        grown = self.embedding.extended(self.points.X[index], z, prior_variance)
         if grown is None:
             return False
         m = self.embedding.dim
@@ -256,6 +316,7 @@ class IncrementalNystrom:
         self.dictionary = torch.cat(
             [self.dictionary, self.dictionary.new_tensor([index])]
         )
+        self.version += 1
         return True
 
     def refactorise(self) -> None:
@@ -300,6 +361,7 @@ class IncrementalNystrom:
         self.embedding = NystromEmbedding(self.kernel, S, gram=K_XS[dictionary])
         self.points.reembed(self.embedding, K_XS @ self.embedding.root)
         self.dictionary = dictionary
+        self.version += 1
         self.refactorise()
 
     def _check_inputs(self, X: Tensor) -> None:

@@ -38,6 +38,7 @@ from botorch.exceptions.errors import UnsupportedError
 from gpytorch.kernels import Kernel
 from torch import Tensor
 
+from botorch_sketch.sketching.growing import grown_block
 from botorch_sketch.sketching.kernels import kernel_diagonal, kernel_matrix
 
 
@@ -297,8 +298,10 @@ class NystromEmbedding:
             return None
         inv_sqrt = schur.rsqrt()  # 1
         m, m_prime = self.root.shape
-        root = self.root.new_zeros(m + 1, m_prime + 1)
-        root[:m, :m_prime] = self.root
+        # In the spare room of the root's buffer: no m x m' copy per point.
+        root, store = grown_block(
+            self.root, getattr(self, "_root_buffer", None), m + 1, m_prime + 1
+        )
         root[:m, m_prime] = -(self.root @ z_new.squeeze(0)) * inv_sqrt
         root[m, m_prime] = inv_sqrt.squeeze(0)
         grown = NystromEmbedding.__new__(NystromEmbedding)
@@ -306,6 +309,7 @@ class NystromEmbedding:
         grown.inducing_points = torch.cat([self.inducing_points, x_new], dim=-2)
         grown.relative_cutoff = self.relative_cutoff
         grown.root = root
+        grown._root_buffer = store
         # A point with old embedding z gets the new coordinate
         # z^T border_coefficients + k(x, x_new) / sqrt(schur): callers that keep
         # embeddings grow them in O(m') per point, without K(x, S).

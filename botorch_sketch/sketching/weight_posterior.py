@@ -52,6 +52,7 @@ from botorch.exceptions.errors import UnsupportedError
 from torch import Tensor
 
 from botorch_sketch.sketching.chunks import row_chunks
+from botorch_sketch.sketching.growing import GrowthBuffer, grown_block
 from botorch_sketch.sketching.nystrom import NystromEmbedding
 from botorch_sketch.sketching.statistics import DTCStatistics
 
@@ -163,6 +164,7 @@ class WeightPosterior:
         Args:
             statistics: The sufficient statistics of the conditioning data.
         """
+        self._gram_buffer: GrowthBuffer | None = None
         self.statistics = statistics
         self.dtype = statistics.moment.dtype
         self._factorise()
@@ -173,29 +175,83 @@ class WeightPosterior:
     def statistics(self) -> DTCStatistics:
         r"""The statistics of the data seen so far."""
         if self._pending is not None:
-            # Fold the observations of :meth:`update_one_` in: their rows in
-            # one product, the scalar terms in one op each, once per read
-            # rather than per observation. New tensors: a reader may keep them.
-            st, (sq, log_noise, gap, num) = self._statistics, self._pending
-            k = self._num_rows
-            rows = self._rows[:k, : st.moment.shape[-1]]
-            weights = rows.new_tensor(self._row_weights[:k])
-            targets = rows.new_tensor(self._row_targets[:k])
+            # New tensors (a reader may keep them).
+            increment, moment, scalars = self._pending_sums()
             self._statistics = DTCStatistics(
-                gram=st.gram + (rows.mT * weights) @ rows,
-                moment=st.moment + rows.mT @ (weights * targets),
-                sq_residual=st.sq_residual + sq,
-                log_noise=st.log_noise + log_noise,
-                trace_gap=st.trace_gap + gap,
-                num_data=st.num_data + num,
+                torch.addmm(self._statistics.gram, *increment), moment, *scalars
             )
             self._clear_pending()
+        # Handed out: :meth:`extend` no longer grows the gram matrix in place.
+        self._gram_private = False
         return self._statistics
+
+    def _pending_sums(
+        self, moment_size: int | None = None
+    ) -> tuple[tuple[Tensor, Tensor] | None, Tensor, tuple[Tensor, ...]]:
+        r"""What the observations of :meth:`update_one_` add to the statistics.
+
+        Their rows go in with one product and the scalar terms with one op
+        each, once per read rather than per observation.
+
+        Args:
+            moment_size: The length of the new moment vector, whose leading
+                entries are the updated moment (the current length if None).
+
+        Returns:
+            The two factors of the gram matrix's increment (None if nothing is
+            pending), the new moment and the new scalar statistics.
+        """
+        st = self._statistics
+        m = st.moment.shape[-1]
+        moment = st.moment.new_empty(m if moment_size is None else moment_size)
+        if self._pending is None:
+            moment[:m] = st.moment
+            scalars = (st.sq_residual, st.log_noise, st.trace_gap, st.num_data)
+            return None, moment, scalars
+        sq, log_noise, gap, num = self._pending
+        k = self._num_rows
+        rows = self._rows[:k, :m]
+        weights = rows.new_tensor(self._row_weights[:k])
+        targets = rows.new_tensor(self._row_targets[:k])
+        torch.addmv(st.moment, rows.mT, weights * targets, out=moment[:m])
+        scalars = (
+            st.sq_residual + sq,
+            st.log_noise + log_noise,
+            st.trace_gap + gap,
+            st.num_data + num,
+        )
+        return (rows.mT * weights, rows), moment, scalars
+
+    def _bordered_statistics(
+        self, column: Tensor, corner: Tensor, moment_entry: Tensor
+    ) -> DTCStatistics:
+        r"""The statistics, pending observations included, with a new coordinate.
+
+        The gram matrix grows inside a :class:`GrowthBuffer`, in place while
+        no reader holds it (see :attr:`statistics`), so that an insertion costs
+        one row and column, not an ``m' x m'`` allocation and copy.
+        """
+        st = self._statistics
+        m = st.moment.shape[-1]
+        store = self._gram_buffer if self._gram_private else None
+        gram, self._gram_buffer = grown_block(st.gram, store, m + 1, m + 1)
+        increment, moment, scalars = self._pending_sums(m + 1)
+        if increment is not None:
+            gram[:m, :m].addmm_(*increment)
+        gram[:m, m] = gram[m, :m] = column
+        gram[m, m] = corner
+        moment[m] = moment_entry
+        sq_residual, log_noise, trace_gap, num_data = scalars
+        # The data's residual variance falls by their new coordinate squared.
+        return DTCStatistics(
+            gram, moment, sq_residual, log_noise, trace_gap - corner, num_data
+        )
 
     @statistics.setter
     def statistics(self, value: DTCStatistics) -> None:
         self._statistics = value
         self._clear_pending()
+        self._gram_private = False
         # The tensors may be shared (with a caller, a copy): in-place updates
         # clone them first.
         self._owned = False
@@ -650,27 +706,17 @@ class WeightPosterior:
         """
         if len(self.batch_shape):
             raise UnsupportedError("A batched (fantasy) posterior cannot grow.")
-        st = self.statistics
-        m = st.moment.shape[-1]
-        g = st.moment.new_zeros(m) if gram_column is None else gram_column
+        # Before the statistics are replaced: their setter marks ``C`` shared.
+        base = self._covariance_base()
+        m = self._statistics.moment.shape[-1]
+        out = self._grown(m)
+        g = self._statistics.moment.new_zeros(m) if gram_column is None else gram_column
         g_nn = torch.as_tensor(gram_corner, dtype=g.dtype, device=g.device)
         b_new = torch.as_tensor(moment_entry, dtype=g.dtype, device=g.device)
-        gram = st.gram.new_empty(m + 1, m + 1)
-        gram[:m, :m] = st.gram
-        gram[:m, m] = gram[m, :m] = g
-        gram[m, m] = g_nn
-        self.statistics = DTCStatistics(
-            gram=gram,
-            moment=torch.cat([st.moment, b_new.reshape(1)]),
-            sq_residual=st.sq_residual,
-            log_noise=st.log_noise,
-            # The data's residual variance falls by their new coordinate squared.
-            trace_gap=st.trace_gap - g_nn,
-            num_data=st.num_data,
-        )
-        base = self._covariance_base()
+        self.statistics = self._bordered_statistics(g, g_nn, b_new)
+        self._gram_private = True
         g, g_nn, b_new = g.to(base), g_nn.to(base), b_new.to(base)
-        self._base, u, schur = bordered_inverse(base, g, 1 + g_nn, self._grown(m))
+        self._base, u, schur = bordered_inverse(base, g, 1 + g_nn, out)
         delta = (b_new - g @ self._w) / schur
         self._w = torch.cat([self._w - u * delta, delta.reshape(1)])
         self._stale()

@@ -60,6 +60,59 @@ def test_ek_ucb_is_reproducible_and_sketches():
     assert 0 < runs[0][1][-1] < 100
 
 
+@pytest.mark.parametrize("cls", [EKUCB, CBBKB])
+def test_update_reuses_the_played_states_kernel_row_and_nothing_stale(cls):
+    # ``update`` reuses what ``select`` computed for the played state (no kernel
+    # call unless the dictionary grows); states that were not the played one,
+    # or an evaluation made before the dictionary changed, are recomputed.
+    # Either way the run equals one whose model recomputes everything.
+    env, twin_env = Bump(generator=_gen(4)), Bump(generator=_gen(4))
+    policy = cls(rbf_kernel(0.1), 10.0, 6, generator=_gen(6))
+    twin = cls(rbf_kernel(0.1), 10.0, 6, generator=_gen(6))
+    calls = []
+    forward = policy.model.kernel.forward
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return forward(*args, **kwargs)
+
+    policy.model.kernel.forward = counted
+    quiet_updates = 0
+    for t in range(80):
+        cands, expected = env.candidates()
+        twin_cands, twin_expected = twin_env.candidates()
+        i = policy.select(cands)
+        assert i == twin.select(twin_cands)
+        r, twin_r = (
+            env.noisy(expected[i].reshape(1)),
+            twin_env.noisy(twin_expected[i].reshape(1)),
+        )
+        version = policy.model.version
+        calls.clear()
+        states = cands[i].reshape(1, -1)
+        if t % 10 == 9:
+            # Two states, the played one second: the first changes nothing the
+            # second's evaluation depends on unless it grows the dictionary.
+            states = torch.cat([cands[(i + 1) % len(cands)].reshape(1, -1), states])
+            r = torch.cat([r, r])
+        policy.update(states, r)
+        twin._played = None  # the twin recomputes every state's kernel row
+        twin_states = twin_cands[i].reshape(1, -1)
+        if t % 10 == 9:
+            twin_states = torch.cat(
+                [twin_cands[(i + 1) % len(twin_cands)].reshape(1, -1), twin_states]
+            )
+            twin_r = torch.cat([twin_r, twin_r])
+        twin.update(twin_states, twin_r)
+        if states.shape[0] == 1 and policy.model.version == version and t > 0:
+            quiet_updates += 1
+            assert not calls, "update recomputed the played state's kernel row"
+    assert quiet_updates > 10
+    assert policy.dictionary_size == twin.dictionary_size > 0
+    cands, _ = Bump(generator=_gen(9)).candidates()
+    torch.testing.assert_close(policy.scores(cands), twin.scores(cands))
+
+
 @pytest.mark.parametrize("cls", [CBKB, CBBKB])
 def test_resampling_policies_learn_and_redraw(cls):
     policy = cls(rbf_kernel(0.1), 10.0, 6, generator=_gen())

@@ -57,6 +57,27 @@ def test_extended_matches_a_fresh_embedding(tkwargs):
     torch.testing.assert_close(Z @ Z.mT, Zf @ Zf.mT, rtol=1e-8, atol=1e-10)
 
 
+def test_extending_in_place_leaves_earlier_embeddings_as_they_were(tkwargs):
+    # The grown root shares its buffer with the one it came from; a second
+    # extension of an older embedding (a branch) must not write over it.
+    torch.manual_seed(3)
+    k = rbf_kernel(0.3, outputscale=1.7, frozen=False)
+    S, X = torch.rand(8, 3, **tkwargs), torch.rand(20, 3, **tkwargs)
+    with torch.no_grad():
+        chain = [NystromEmbedding(k, S[:2])]
+        for i in range(2, 8):
+            chain.append(chain[-1].extended(S[i]))
+        before = [emb(X) for emb in chain]
+        branch = chain[3].extended(S[0] + 0.25)
+        assert branch.root.data_ptr() != chain[4].root.data_ptr()
+        for emb, Z in zip(chain, before, strict=True):
+            torch.testing.assert_close(emb(X), Z, rtol=0, atol=0)
+        fresh = NystromEmbedding(k, branch.inducing_points)
+        Zb, Zf = branch(X), fresh(X)
+    torch.testing.assert_close(Zb @ Zb.mT, Zf @ Zf.mT, rtol=1e-8, atol=1e-10)
+    assert chain[-1].root.data_ptr() == chain[2].root.data_ptr()
+
+
 def test_extended_refuses_a_point_in_the_span(tkwargs):
     k = rbf_kernel(0.3, outputscale=1.7, frozen=False)
     S = torch.rand(5, 2, **tkwargs)

@@ -176,6 +176,56 @@ def test_extend_repeatedly_keeps_the_covariance_and_leaves_copies_apart():
     assert torch.equal(copy.weight_covariance, kept)
 
 
+def test_extend_grows_the_covariance_inside_one_buffer():
+    # Consecutive extends (with rank-one updates between them) write C into the
+    # spare rows and columns of its buffer: a new buffer only when it is full,
+    # not an m x m allocation and copy per coordinate.
+    g = torch.Generator().manual_seed(3)
+    Z = torch.randn(30, 60, generator=g, dtype=torch.double)
+    r = torch.randn(30, generator=g, dtype=torch.double)
+    noise = torch.full((30,), 0.5, dtype=torch.double)
+    post = WeightPosterior.prior(1, like=Z)
+    buffers = set()
+    for m in range(1, 60):
+        post.update_one_(Z[m % 30, :m], 0.0, float(r[m % 30]), 0.5)
+        post.extend_with_data(Z[:, :m], Z[:, m], r, noise)
+        buffers.add(post.weight_covariance.data_ptr())
+    # Capacities 18, 34, 50, 75: four buffers for 59 coordinates.
+    assert len(buffers) <= 4
+    B = torch.eye(60, dtype=torch.double) + post.statistics.gram
+    torch.testing.assert_close(post.weight_covariance, torch.linalg.inv(B))
+
+
+def test_statistics_read_before_an_extend_keep_their_values():
+    # The gram matrix grows in place while no reader holds it. A posterior
+    # read before every extend (so never in place) ends with the same
+    # statistics, and the tensors a reader took are left as they were.
+    g = torch.Generator().manual_seed(4)
+    Z = torch.randn(20, 12, generator=g, dtype=torch.double)
+    r = torch.randn(20, generator=g, dtype=torch.double)
+    noise = torch.full((20,), 0.5, dtype=torch.double)
+    post, read_often = (
+        WeightPosterior.prior(1, like=Z),
+        WeightPosterior.prior(1, like=Z),
+    )
+    taken = []
+    for m in range(1, 12):
+        # Read with nothing pending: the reader gets the grown gram itself.
+        st = read_often.statistics
+        taken.append((st, st.gram.clone(), st.moment.clone()))
+        for p in (post, read_often):
+            p.update_one_(Z[m, :m], 0.0, float(r[m]), 0.5)
+            p.update_one_(Z[m + 8, :m], 0.0, float(r[m + 8]), 0.5)
+            p.extend_with_data(Z[:, :m], Z[:, m], r, noise)
+    for st, gram, moment in taken:
+        assert torch.equal(st.gram, gram) and torch.equal(st.moment, moment)
+    torch.testing.assert_close(post.statistics.gram, read_often.statistics.gram)
+    torch.testing.assert_close(post.statistics.moment, read_often.statistics.moment)
+    torch.testing.assert_close(post.weight_covariance, read_often.weight_covariance)
+    B = torch.eye(12, dtype=torch.double) + post.statistics.gram
+    torch.testing.assert_close(post.weight_covariance, torch.linalg.inv(B))
+
+
 def test_embedded_points_follow_a_growing_inducing_set(tkwargs):
     # Appending points and adding coordinates keeps the store equal to a fresh
     # embedding of every point in the grown set, residual variances included.
