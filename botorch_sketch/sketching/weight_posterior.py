@@ -165,6 +165,7 @@ class WeightPosterior:
             statistics: The sufficient statistics of the conditioning data.
         """
         self._gram_buffer: GrowthBuffer | None = None
+        self._base_buffer: GrowthBuffer | None = None
         self.statistics = statistics
         self.dtype = statistics.moment.dtype
         self._factorise()
@@ -709,40 +710,23 @@ class WeightPosterior:
         # Before the statistics are replaced: their setter marks ``C`` shared.
         base = self._covariance_base()
         m = self._statistics.moment.shape[-1]
-        out = self._grown(m)
+        # ``C`` grows inside its buffer, in place while private (not shared
+        # with a copy): amortised O(m^2) copies, not one per coordinate.
+        store = self._base_buffer if self._owned else None
+        out, self._base_buffer = grown_block(base, store, m + 1, m + 1)
         g = self._statistics.moment.new_zeros(m) if gram_column is None else gram_column
         g_nn = torch.as_tensor(gram_corner, dtype=g.dtype, device=g.device)
         b_new = torch.as_tensor(moment_entry, dtype=g.dtype, device=g.device)
         self.statistics = self._bordered_statistics(g, g_nn, b_new)
         self._gram_private = True
         g, g_nn, b_new = g.to(base), g_nn.to(base), b_new.to(base)
-        self._base, u, schur = bordered_inverse(base, g, 1 + g_nn, out)
+        self._base, u, schur = bordered_inverse(out[:m, :m], g, 1 + g_nn, out)
         delta = (b_new - g @ self._w) / schur
         self._w = torch.cat([self._w - u * delta, delta.reshape(1)])
         self._stale()
         # Every tensor ``update_one_`` writes was made here.
         self._owned = True
         return Border(u=u, schur=schur, delta=delta)
-
-    def _grown(self, m: int) -> Tensor:
-        # The (m + 1) x (m + 1) block that ``C`` grows into: the top-left of a
-        # buffer with spare rows and columns, in place when ``C`` is already
-        # its top-left block and private (not shared with a copy); else a new
-        # buffer with room for about m / 2 more coordinates (amortised O(m^2)
-        # copies where exact-size tensors would copy the m x m matrix per
-        # coordinate).
-        base, buffer = self._base, getattr(self, "_base_buffer", None)
-        if (
-            self._owned
-            and buffer is not None
-            and buffer.shape[0] > m
-            and base.data_ptr() == buffer.data_ptr()
-            and base.stride() == buffer.stride()
-        ):
-            return buffer[: m + 1, : m + 1]
-        capacity = m + 1 + max(16, m // 2)
-        self._base_buffer = base.new_empty(capacity, capacity)
-        return self._base_buffer[: m + 1, : m + 1]
 
     def extend_with_data(
         self, Z: Tensor, coordinate: Tensor, r: Tensor, noise: Tensor
