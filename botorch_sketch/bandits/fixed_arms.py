@@ -50,5 +50,11 @@ class FixedArmSet(FiniteArmPolicy):
 
     def update(self, indices: Tensor, rewards: Tensor) -> None:
         r"""Pass the pulled arms' features and rewards to the wrapped policy."""
-        indices, rewards = self._check_feedback(indices, rewards)
+        indices, rewards, index_list, _ = self._checked_feedback(indices, rewards)
+        if len(index_list) == 1:
+            # A view of the arm, which a policy may recognise as one of the
+            # candidates it scored (fLinUCB-GD then stores no copy).
+            k = index_list[0]
+            self.policy.update(self.arms[k : k + 1], rewards)
+            return
         self.policy.update(self.arms[indices], rewards)

@@ -17,10 +17,13 @@ Both are :class:`~botorch_sketch.bandits.policy.ContextualPolicy`: each round's
 candidates are passed to ``select``. On a fixed finite arm set wrap them in
 :class:`~botorch_sketch.bandits.fixed_arms.FixedArmSet`; fLinUCB-GD then keeps one
 tracked width per arm, which is the paper's fixed-arm-set regime (cheaper than
-LinUCB when ``C << d``). When the candidates change between rounds (contextual
-features), the slots are warm-started from the previous round's ``phi`` and
-take ``tracking_steps`` extra steps, as the paper's Alg. 2 prescribes; a new
-number of candidates restarts the slots from an isotropic guess.
+LinUCB when ``C << d``). There, with fewer arms than dimensions, every iterate
+stays in the arms' span, and fLinUCB-GD runs on the arms' coordinates in an
+orthonormal basis of it: ``O(C^2)`` per round, whatever ``d``, with the same
+iterates. When the candidates change between rounds (contextual features), the
+slots are warm-started from the previous round's ``phi`` and take
+``tracking_steps`` extra steps, as the paper's Alg. 2 prescribes; a new number
+of candidates restarts the slots from an isotropic guess.
 
 References
 
@@ -52,6 +55,11 @@ from botorch_sketch.sketching.sgd import (
 )
 from botorch_sketch.sketching.sgd import width_step as width_step_for
 
+# Steps between exact recomputations of SGDLinUCB's kept means.
+_SYNC_PERIOD = 256
+# The shapes of a single reward.
+_ONE_REWARD = ((), (1,), (1, 1))
+
 
 def _check_candidates(candidates: Tensor, dim: int) -> None:
     if candidates.ndim != 2 or candidates.shape[0] == 0:
@@ -65,6 +73,35 @@ def _check_candidates(candidates: Tensor, dim: int) -> None:
         )
     if not bool(torch.isfinite(candidates).all()):
         raise InputDataError("candidates contain NaN or infinite values.")
+
+
+class _RowLocator:
+    r"""Which row of a ``C x d`` tensor a ``1 x d`` view ``candidates[k : k + 1]`` is.
+
+    Read off memory addresses, with no kernel: the loops pass the chosen
+    candidate as such a view.
+    """
+
+    def __init__(self, candidates: Tensor) -> None:
+        self.shape = (1, candidates.shape[-1])
+        self.dtype, self.device = candidates.dtype, candidates.device
+        self.stride = candidates.stride(-1)
+        self.origin = candidates.data_ptr()
+        self.row_bytes = candidates.stride(0) * candidates.element_size()
+        self.num_rows = candidates.shape[0]
+
+    def index(self, features: Tensor) -> int:
+        r"""``k`` if ``features`` is the view of row ``k``, else -1."""
+        if (
+            self.row_bytes <= 0
+            or features.shape != self.shape
+            or features.dtype != self.dtype
+            or features.device != self.device
+            or features.stride(-1) != self.stride
+        ):
+            return -1
+        k, rest = divmod(features.data_ptr() - self.origin, self.row_bytes)
+        return k if rest == 0 and 0 <= k < self.num_rows else -1
 
 
 def _check_width(width: float) -> None:
@@ -146,6 +183,18 @@ class LinUCB(ContextualPolicy):
 class SGDLinUCB(ContextualPolicy):
     r"""fLinUCB-GD: LinUCB with SGD-tracked ``theta`` and widths, ``O(C d)`` per round.
 
+    Per round, the means ``x_k^T theta`` and the widths' quadratic forms are
+    kept, updated in ``O(C)`` from the products the steps compute anyway, so
+    that a round is about fifteen small kernels. On a fixed arm set of ``C <
+    d`` arms scored from the first round, the solver and the tracker run on the
+    arms' coordinates in an orthonormal basis of their span (:attr:`basis`;
+    the steps only ever add multiples of arms, so nothing is lost): ``O(C^2)``
+    per round. A candidate set or an observed feature outside the arms maps the
+    state back to ``R^d`` once, ``O(n d)``, and the policy goes on there.
+    Candidates are recognised as unchanged by identity and version counter,
+    and a pulled arm by being the view ``candidates[k : k + 1]``, which the
+    loops and :class:`~botorch_sketch.bandits.fixed_arms.FixedArmSet` pass.
+
     The width of slot ``k`` is ``sqrt(x_k^T phi_k)``, an estimate of
     ``sqrt(x_k^T (A_n + n lambda_n I)^{-1} x_k)``: LinUCB's width with the default
     ridge ``lambda_n = 1 / n``; with the paper's ``lambda_n = n^{-(1 - alpha)}``
@@ -224,48 +273,133 @@ class SGDLinUCB(ContextualPolicy):
         )
         self.width_step = width_step or width_step_for(dim)
         self.tracker: WidthTracker | None = None
+        #: While the arm set is fixed and smaller than ``d``: a ``d x C`` basis
+        #: with orthonormal columns of the arms' span, in whose coordinates the
+        #: solver and the tracker run (``theta`` maps back); else None.
+        self.basis: Tensor | None = None
+        # The candidates last scored, as passed, and their version counter.
+        self._candidates: Tensor | None = None
+        self._candidates_version = -1
+        self._arm_rows: tuple[Tensor, ...] | None = None
+        self._updates_on_target = 0
 
     @property
     def theta(self) -> Tensor:
         r"""The SGD estimate of ``theta`` (``d``)."""
+        if self.basis is not None:
+            return self.basis @ self.solver.theta
         return self.solver.theta
 
     def _retarget(self, candidates: Tensor) -> None:
+        # ``candidates`` is checked and in the solver's dtype and device.
+        if self.basis is not None:
+            if torch.equal(candidates, self._arms):
+                return
+            self._leave_coordinates()
         tracker = self.tracker
-        if tracker is not None and candidates is tracker.vectors:
+        solver = self.solver
+        if tracker is None and solver.n == 0 and candidates.shape[0] < self.dim:
+            self._enter_coordinates(candidates)
             return
         if tracker is None or tracker.vectors.shape != candidates.shape:
-            self.tracker = WidthTracker(
+            tracker = self.tracker = WidthTracker(
                 candidates,
                 step=self.width_step,
-                ridge=self.solver.ridge,
-                initial_scale=self.solver.isotropic_scale(),
+                ridge=solver.ridge,
+                initial_scale=solver.isotropic_scale(),
             )
+        elif torch.equal(candidates, tracker.vectors):
             return
-        if torch.equal(candidates, tracker.vectors):
-            tracker.vectors = candidates
-            return
-        tracker.retarget(candidates)
-        if self.solver.n > 0:
-            for _ in range(self.tracking_steps):
-                i = self.solver.draw_index()
-                tracker.step(
-                    self.solver.sample(i)[0], self.solver.n, self.solver.step_scale
-                )
+        else:
+            tracker.retarget(candidates)
+            if solver.n > 0:
+                for _ in range(self.tracking_steps):
+                    i = solver.draw_index()
+                    tracker.step(solver.sample(i)[0], solver.n, solver.step_scale)
+        self._arm_rows = None
+        self._updates_on_target = 0
+        self._sync_means()
+
+    def _enter_coordinates(self, arms: Tensor) -> None:
+        # Fewer arms than dimensions, and no data yet: while every observation
+        # is one of the arms, theta and every phi_k stay in the arms' span (the
+        # steps only ever add multiples of arms), so the solver and the tracker
+        # run on the arms' coordinates in an orthonormal basis of that span,
+        # ``C`` numbers per vector instead of ``d``: the same iterates, sample
+        # for sample, at O(C^2) per round instead of O(C d).
+        basis, triangle = torch.linalg.qr(arms.mT)
+        coordinates = triangle.mT.contiguous()
+        self.basis = basis
+        self._arms = arms.clone()
+        self.solver = self.solver.transformed(basis.mT)
+        self.tracker = WidthTracker(
+            coordinates,
+            step=self.width_step,
+            ridge=self.solver.ridge,
+            initial_scale=self.solver.isotropic_scale(),
+        )
+        self._keep_arm_rows()
+        self._sync_means()
+
+    def _leave_coordinates(self) -> None:
+        # Candidates or features outside the fixed arm set: back to R^d, with
+        # the state mapped through the basis (the same iterates again).
+        basis = self.basis
+        self.solver = self.solver.transformed(basis)
+        self.tracker = self.tracker.transformed(basis, self._arms)
+        self.basis = None
+        self._arm_rows = None
+        self._updates_on_target = 0
+        self._sync_means()
+
+    def _keep_arm_rows(self) -> None:
+        # A private copy of the candidates, whose rows the solver's history may
+        # hold for good (so that a pull of a fixed arm is stored and resampled
+        # without a kernel), and their squared norms.
+        vectors = self.tracker.vectors.clone()
+        self._arm_rows = vectors.unbind(0)
+        self._arm_sq_norms = self.tracker.sq_norms.tolist()
+
+    def _sync_means(self) -> None:
+        # ``V @ unscaled_theta`` for the tracked candidates ``V``, exactly; the
+        # steps keep it up to date in O(C) from the tracker's ``V x_i``.
+        self._means = torch.mv(self.tracker.vectors, self.solver.unscaled_theta)
+        self._steps_since_sync = 0
+
+    def _follow_step(self, fold: float, delta: float) -> None:
+        # The solver moved ``unscaled <- fold * unscaled + delta * x_i`` and the
+        # tracker has just stepped on the same ``x_i``.
+        if fold != 1.0:
+            self._means.mul_(fold)
+        self._means.add_(self.tracker.vector_products, alpha=delta)
+        self._steps_since_sync += 1
+        if self._steps_since_sync == _SYNC_PERIOD:
+            self._sync_means()
+
+    def _scaled_scores(self, candidates: Tensor) -> Tensor:
+        # The scores over ``theta_scale > 0``: the same ranking, one kernel fewer.
+        # The arm set of a fixed-arm run comes back as the same tensor every
+        # round, unmodified (its version counter says so), and was checked the
+        # first time.
+        if (
+            candidates is not self._candidates
+            or candidates._version != self._candidates_version
+        ):
+            _check_candidates(candidates, self.dim)
+            self._retarget(candidates.to(self.solver.unscaled_theta))
+            self._candidates = candidates
+            self._candidates_version = candidates._version
+            self._locator = _RowLocator(candidates)
+        forms, form_scale = self.tracker.scaled_quadratic_forms()
+        alpha = self.width * math.sqrt(form_scale) / self.solver.theta_scale
+        return torch.add(self._means, forms.clamp_min_(0).sqrt_(), alpha=alpha)
 
     def scores(self, candidates: Tensor) -> Tensor:
         r"""The upper confidence bounds of ``C x d`` candidates (``C``)."""
-        # The arm set of a fixed-arm run comes back as the same tensor every
-        # round, and was checked the first time.
-        if self.tracker is None or candidates is not self.tracker.vectors:
-            _check_candidates(candidates, self.dim)
-            candidates = candidates.to(self.solver.theta)
-            self._retarget(candidates)
-        widths = self.tracker.quadratic_forms().sqrt_()
-        return torch.add(candidates @ self.solver.theta, widths, alpha=self.width)
+        return self._scaled_scores(candidates).mul_(self.solver.theta_scale)
 
     def select(self, candidates: Tensor) -> Tensor:  # noqa: D102
-        return argmax_first(self.scores(candidates))
+        return argmax_first(self._scaled_scores(candidates))
 
     def update(self, features: Tensor, rewards: Tensor) -> None:
         r"""fRLS-GD steps for ``theta`` and width steps per slot, per reward.
@@ -274,40 +408,68 @@ class SGDLinUCB(ContextualPolicy):
         on the same resampled history sample.
         """
         if (
-            self.steps_per_update == 1
-            and isinstance(features, Tensor)
+            isinstance(features, Tensor)
             and isinstance(rewards, Tensor)
             and features.shape == (1, self.dim)
-            and rewards.numel() == 1
+            and rewards.shape in _ONE_REWARD
         ):
             self._update_one(features, rewards)
             return
         rewards = _check_feedback(features, rewards, self.dim)
-        features = features.to(self.solver.theta)
-        for x, r in zip(features, rewards, strict=True):
-            i = self.solver.observe(x, r, validate=False)
-            for step in range(self.steps_per_update):
-                if step:
-                    i = self.solver.sgd_step()
-                if self.tracker is not None:
-                    self.tracker.step(
-                        self.solver.sample(i)[0], self.solver.n, self.solver.step_scale
-                    )
+        if self.basis is not None:
+            self._leave_coordinates()
+        solver = self.solver
+        features = features.to(solver.unscaled_theta)
+        for x, r in zip(features, rewards.tolist(), strict=True):
+            self._steps(solver._observe_checked(x, r, float(x @ x)))
+
+    def _steps(self, step: tuple[int, Tensor, float, float]) -> None:
+        # The tracker's step on the solver's sample, then the extra pairs.
+        solver = self.solver
+        for k in range(self.steps_per_update):
+            if k:
+                step = solver._step()
+            if self.tracker is not None:
+                self.tracker.step(step[1], solver.n, solver.step_scale)
+                self._follow_step(step[2], step[3])
 
     def _update_one(self, features: Tensor, rewards: Tensor) -> None:
-        # One observation, the loop's case: the same steps as ``update`` with
-        # the checks folded into numbers it needs anyway (a non-finite feature
-        # makes ``x^T x`` non-finite) and the sample read once for both steps.
+        # One observation, the loop's case: the checks folded into numbers it
+        # needs anyway (a non-finite feature makes ``x^T x`` non-finite), and a
+        # pull of a tracked candidate stored without a copy.
         solver = self.solver
-        x = features[0]
-        if x.dtype != solver.theta.dtype or x.device != solver.theta.device:
-            x = x.to(solver.theta)
         reward = float(rewards)
-        sq_norm = float(torch.dot(x, x))
-        if not (math.isfinite(reward) and math.isfinite(sq_norm)) and not (
-            math.isfinite(reward) and bool(torch.isfinite(x).all())
+        k = -1
+        candidates = self._candidates
+        if (
+            candidates is not None
+            and candidates._version == self._candidates_version
+            and math.isfinite(reward)
         ):
-            raise InputDataError("Feedback contains NaN or infinite values.")
-        i, x_i = solver._observe_checked(x, reward, sq_norm)
+            k = self._locator.index(features)
+        if k >= 0 and (self._arm_rows is not None or self._updates_on_target):
+            # The fixed arm set's case (rows are kept only once the set has
+            # outlived a round: contextual candidates change every round, and
+            # one row is copied then).
+            if self._arm_rows is None:
+                self._keep_arm_rows()
+            step = solver.observe_shared(
+                self._arm_rows[k], reward, self._arm_sq_norms[k]
+            )
+        else:
+            like = solver.unscaled_theta
+            x = features[0]
+            if x.dtype != like.dtype or x.device != like.device:
+                x = x.to(like)
+            sq_norm = float(torch.dot(x, x))
+            if not (math.isfinite(reward) and math.isfinite(sq_norm)) and not (
+                math.isfinite(reward) and bool(torch.isfinite(x).all())
+            ):
+                raise InputDataError("Feedback contains NaN or infinite values.")
+            if self.basis is not None:
+                self._leave_coordinates()
+                solver = self.solver
+            step = solver._observe_checked(x, reward, sq_norm)
         if self.tracker is not None:
-            self.tracker.step(x_i, solver.n, solver.step_scale)
+            self._updates_on_target += 1
+        self._steps(step)

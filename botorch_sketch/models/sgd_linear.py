@@ -213,7 +213,7 @@ class SGDLinearModel(Model):
             )
         check_training_data(type(self).__name__, X, Y, None)
         with torch.no_grad():
-            features = self.feature_map(X.to(self.solver.theta))
+            features = self.feature_map(X.to(self.solver.unscaled_theta))
         Y = Y.to(features)
         for phi, y in zip(features, Y.reshape(-1), strict=True):
             i = self.solver.observe(phi, y, validate=False)
@@ -279,7 +279,7 @@ class SGDLinearModel(Model):
         if output_indices not in (None, [0]):
             raise UnsupportedError("SGDLinearModel has a single output.")
         check_test_inputs(X, self.feature_map.input_dim)
-        X = X.to(self.solver.theta)
+        X = X.to(self.solver.unscaled_theta)
         features = self.feature_map(X)
         mean = features @ self.weights
         if self.exact is not None:

@@ -119,3 +119,35 @@ def test_bad_input(tkwargs):
         wrapped.select(2)
     with pytest.raises(InputDataError):
         wrapped.update(torch.tensor([5]), torch.ones(1, **tkwargs))
+
+
+def test_sgd_linucb_notices_candidates_written_in_place():
+    # The same tensor passed again after an in-place write is a new arm set:
+    # the policy must score the new values, not its copy of the old ones.
+    g = torch.Generator().manual_seed(3)
+    arms = torch.randn(5, 12, generator=g, dtype=torch.double)
+    policy = SGDLinUCB(12, width=0.5, generator=torch.Generator().manual_seed(0))
+    for _ in range(20):
+        i = int(policy.select(arms))
+        policy.update(arms[i : i + 1], torch.ones(1, dtype=torch.double))
+    arms.copy_(torch.randn(5, 12, generator=g, dtype=torch.double))
+    scores = policy.scores(arms)
+    assert policy.basis is None
+    torch.testing.assert_close(policy.tracker.vectors, arms)
+    widths = policy.tracker.quadratic_forms().sqrt()
+    torch.testing.assert_close(scores, arms @ policy.theta + 0.5 * widths)
+
+
+def test_sgd_linucb_on_a_fixed_arm_set_stores_no_feature_copies():
+    from botorch_sketch.bandits.fixed_arms import FixedArmSet
+
+    g = torch.Generator().manual_seed(4)
+    arms = torch.randn(6, 40, generator=g, dtype=torch.double)
+    policy = FixedArmSet(SGDLinUCB(40, generator=torch.Generator()), arms)
+    for _ in range(30):
+        i = policy.select()
+        policy.update(i, torch.zeros(1, dtype=torch.double))
+    inner = policy.policy
+    assert inner.basis is not None and inner.basis.shape == (40, 6)
+    assert inner.solver.n == 30 and inner.solver._num_copied == 0
+    assert inner.theta.shape == (40,)

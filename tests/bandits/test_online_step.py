@@ -120,28 +120,54 @@ def test_update_one_equals_the_general_update_and_leaves_copies_apart(tkwargs):
     )
 
 
-def test_sgd_linucb_single_pull_path_takes_the_steps_of_the_public_api():
-    # The fast path against the solver's and tracker's public steps, by hand:
-    # the same arms and bit-identical iterates under one seed.
+def test_sgd_linucb_fast_paths_take_the_steps_of_the_public_api():
+    # The policy (in the arms' coordinates while the arm set is fixed, with
+    # kept means and widths) against the solver's and tracker's public steps
+    # in R^d, by hand under one seed: the same scores, choices and iterates,
+    # before and after the arm set changes (which leaves the coordinates).
     from botorch_sketch.bandits.linear_environments import sphere_arms_environment
     from botorch_sketch.bandits.linucb import SGDLinUCB
-
-    env = sphere_arms_environment(
-        10, 30, 0.3, generator=torch.Generator().manual_seed(0)
+    from botorch_sketch.sketching.sgd import (
+        HarmonicStep,
+        InverseRidge,
+        SGDLeastSquares,
+        WidthTracker,
+        width_step,
     )
-    arms = env.arms
-    fast = SGDLinUCB(30, width=0.5, generator=torch.Generator().manual_seed(1))
-    ref = SGDLinUCB(30, width=0.5, generator=torch.Generator().manual_seed(1))
-    noise = 0.3 * torch.randn(300, generator=torch.Generator().manual_seed(2))
-    for t in range(300):
-        i, j = int(fast.select(arms)), int(ref.select(arms))
-        assert i == j
+
+    d = 30
+    env = sphere_arms_environment(
+        10, d, 0.3, generator=torch.Generator().manual_seed(0)
+    )
+    other = sphere_arms_environment(
+        10, d, 0.3, generator=torch.Generator().manual_seed(5)
+    )
+    fast = SGDLinUCB(d, width=0.5, generator=torch.Generator().manual_seed(1))
+    solver = SGDLeastSquares(
+        d,
+        HarmonicStep(3.5 * d),
+        InverseRidge(1.0),
+        generator=torch.Generator().manual_seed(1),
+    )
+    tracker = WidthTracker(env.arms, width_step(d), solver.ridge, initial_scale=1.0)
+    noise = 0.3 * torch.randn(700, generator=torch.Generator().manual_seed(2))
+    for t in range(700):
+        arms = env.arms if t < 600 else other.arms
+        if t == 600:
+            tracker.retarget(arms)
+            k = solver.draw_index()
+            tracker.step(solver.sample(k)[0], solver.n, solver.step_scale)
+        i = int(fast.select(arms))
+        assert (fast.basis is not None) == (t < 600)
+        expected = arms @ solver.theta + 0.5 * tracker.quadratic_forms().sqrt()
+        torch.testing.assert_close(fast.scores(arms), expected, rtol=1e-9, atol=1e-12)
+        assert float(expected[i]) >= float(expected.max()) - 1e-9  # ties: rounding
         r = (env.means[i] + noise[t]).reshape(1).to(arms)
         fast.update(arms[i : i + 1], r)
-        k = ref.solver.observe(arms[i], r[0])
-        ref.tracker.step(ref.solver.sample(k)[0], ref.solver.n, ref.solver.step_scale)
-        assert torch.equal(fast.theta, ref.theta)
-        assert torch.equal(fast.tracker.phi, ref.tracker.phi)
+        k = solver.observe(arms[i], r[0])
+        tracker.step(solver.sample(k)[0], solver.n, solver.step_scale)
+        torch.testing.assert_close(fast.theta, solver.theta, rtol=1e-9, atol=1e-12)
+    torch.testing.assert_close(fast.tracker.phi, tracker.phi, rtol=1e-9, atol=1e-12)
 
 
 def test_sgd_linucb_single_pull_path_rejects_non_finite_feedback():

@@ -103,7 +103,7 @@ def test_condition_on_observations_leaves_the_model_unchanged(tkwargs):
     torch.testing.assert_close(cond.exact.inverse, streamed.exact.inverse)
     torch.testing.assert_close(cond.exact.theta, streamed.exact.theta)
     # the history is shared, not copied
-    assert cond.solver._base_X.data_ptr() == model.solver._X.data_ptr()
+    assert cond.solver._parent is model.solver and cond.solver._n_parent == 40
 
 
 def test_polyak_averaging_and_constant_step(tkwargs):

@@ -150,3 +150,87 @@ def test_bad_observations_get_clear_errors():
     with pytest.raises(InputDataError, match="NaN"):
         solver.observe(torch.tensor([1.0, float("nan"), 0.0]), 1.0)
     assert solver.n == 0
+
+
+@pytest.mark.parametrize(
+    "step, ridge",
+    [
+        (HarmonicStep(400.0), InverseRidge(1.0)),
+        # A shrink 1 - 0.3 * 5 < 0 every step: the scale is folded each time.
+        (Constant(0.3), Constant(5.0)),
+        (HarmonicStep(10.0), None),
+    ],
+)
+def test_width_tracker_takes_the_steps_of_eq_11_written_out(step, ridge):
+    # The kept representation (phi = a V + b R, forms kept, refreshed every few
+    # hundred steps) against the step written out on phi itself.
+    g = torch.Generator().manual_seed(7)
+    V = torch.randn(6, 4, generator=g, dtype=torch.double)
+    samples = torch.randn(700, 4, generator=g, dtype=torch.double)
+    samples = samples / samples.norm(dim=-1, keepdim=True)
+    tracker = WidthTracker(V, step, ridge, initial_scale=2.0)
+    phi = V / 2.0
+    for n, x in enumerate(samples, start=1):
+        tracker.step(x, n, 1.0)
+        gamma = step(n)
+        lam = ridge(n) if ridge is not None else 0.0
+        phi = phi + gamma * (V / n - torch.outer(phi @ x, x) - lam * phi)
+        if n in (1, 255, 256, 257, 700):
+            torch.testing.assert_close(tracker.phi, phi, rtol=1e-9, atol=1e-12)
+            forms = torch.linalg.vecdot(V, phi).clamp_min(0)
+            torch.testing.assert_close(
+                tracker.quadratic_forms(), forms, rtol=1e-9, atol=1e-12
+            )
+
+
+def test_solver_scale_folds_into_the_tensor_when_the_shrink_is_not_positive():
+    X, y = _sphere(200, 3, seed=8)
+    solver = SGDLeastSquares(3, Constant(0.3), ridge=Constant(5.0))
+    theta = torch.zeros(3, dtype=torch.double)
+    g = torch.Generator().manual_seed(0)
+    solver.generator = g
+    reference = torch.Generator().manual_seed(0)
+    uniforms: list[float] = []
+    for n, (x, target) in enumerate(zip(X, y, strict=True), start=1):
+        solver.observe(x, target)
+        if not uniforms:
+            uniforms = torch.rand(1024, generator=reference, dtype=torch.double)
+            uniforms = uniforms.tolist()[::-1]
+        i = min(int(uniforms.pop() * n), n - 1)
+        theta = (1 - 0.3 * 5.0) * theta + 0.3 * (y[i] - theta @ X[i]) * X[i]
+    assert solver.theta_scale == 1.0
+    torch.testing.assert_close(solver.theta, theta, rtol=1e-9, atol=1e-12)
+
+
+def test_transformed_solver_and_tracker_continue_as_on_the_mapped_features():
+    # With an orthonormal basis Q, SGD on x and SGD on Q x are the same
+    # iterates, sample for sample: map half-way, then continue both.
+    d, D = 3, 7
+    X, y = _sphere(120, d, seed=9)
+    Q = torch.linalg.qr(
+        torch.randn(D, d, generator=torch.Generator().manual_seed(1), dtype=X.dtype)
+    )[0]
+    arms = X[:4]
+    small = SGDLeastSquares(
+        d, HarmonicStep(10.0), InverseRidge(1.0), generator=torch.Generator()
+    )
+    tracker = WidthTracker(arms, width_step(d), InverseRidge(1.0))
+    for x, target in zip(X[:60], y[:60], strict=True):
+        k = small.observe_shared(x, float(target), float(x @ x))[0]
+        tracker.step(small.sample(k)[0], small.n, small.step_scale)
+    child = small.fork()  # a parent's history is mapped too
+    child.observe(X[60], y[60])
+    big = child.transformed(Q)
+    big_tracker = tracker.transformed(Q, arms @ Q.mT)
+    assert big.n == 61 and big.X.shape == (61, D)
+    torch.testing.assert_close(big.X, child.X @ Q.mT)
+    for x, target in zip(X[61:], y[61:], strict=True):
+        i = child.observe(x, target)
+        j = big.observe(Q @ x, target)
+        assert i == j
+        big_tracker.step(big.sample(j)[0], big.n, big.step_scale)
+        tracker.step(child.sample(i)[0], child.n, child.step_scale)
+    torch.testing.assert_close(big.theta, Q @ child.theta, rtol=1e-9, atol=1e-12)
+    torch.testing.assert_close(
+        big_tracker.phi, tracker.phi @ Q.mT, rtol=1e-9, atol=1e-12
+    )
