@@ -185,7 +185,7 @@ class SGDLinUCB(ContextualPolicy):
 
     Per round, the means ``x_k^T theta`` and the widths' quadratic forms are
     kept, updated in ``O(C)`` from the products the steps compute anyway, so
-    that a round is about fifteen small kernels. On a fixed arm set of ``C <
+    that a round is seventeen small kernels. On a fixed arm set of ``C <
     d`` arms scored from the first round, the solver and the tracker run on the
     arms' coordinates in an orthonormal basis of their span (:attr:`basis`;
     the steps only ever add multiples of arms, so nothing is lost): ``O(C^2)``
