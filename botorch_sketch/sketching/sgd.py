@@ -643,13 +643,16 @@ class WidthTracker:
         r"""The ``K x d`` estimates ``phi_k`` (a new tensor, left alone by steps)."""
         return torch.mul(self._offsets, self._b).add_(self._vectors, alpha=self._a)
 
-    def _refresh(self) -> None:
-        # phi into R (a = 0, b = 1) and the forms recomputed: bounds the
-        # cancellation between a V and b R and the drift of the kept forms.
+    def _refresh(self, vectors: Tensor | None = None) -> None:
+        # phi into R (a = 0, b = 1), the new vectors if given, and the forms
+        # recomputed: bounds the cancellation between a V and b R and the
+        # drift of the kept forms.
         if not self._owns_buffers:
             self._own_buffers()
         self._offsets.mul_(self._b).add_(self._vectors, alpha=self._a)
         self._a, self._b = 0.0, 1.0
+        if vectors is not None:
+            self._set_vectors(vectors)
         torch.linalg.vecdot(self._vectors, self._offsets, out=self._forms)
         self._steps_since_refresh = 0
 
@@ -664,13 +667,7 @@ class WidthTracker:
                 f"vectors must have shape {tuple(self.vectors.shape)}, got "
                 f"{tuple(vectors.shape)}."
             )
-        if not self._owns_buffers:
-            self._own_buffers()
-        self._offsets.mul_(self._b).add_(self._vectors, alpha=self._a)
-        self._a, self._b = 0.0, 1.0
-        self._set_vectors(vectors)
-        torch.linalg.vecdot(self._vectors, self._offsets, out=self._forms)
-        self._steps_since_refresh = 0
+        self._refresh(vectors)
 
     def step(self, x_i: Tensor, n: int, step_scale: float | None = None) -> None:
         r"""One step of every ``phi_k`` on the resampled history vector ``x_i``.
