@@ -19,10 +19,11 @@ candidates are passed to ``select``. On a fixed finite arm set wrap them in
 tracked width per arm, which is the paper's fixed-arm-set regime (cheaper than
 LinUCB when ``C << d``). There, with fewer arms than dimensions, every iterate
 stays in the arms' span, and fLinUCB-GD runs on the arms' coordinates in an
-orthonormal basis of it: ``O(C^2)`` per round, whatever ``d``, with the same
-iterates. When the candidates change between rounds (contextual features), the
-slots are warm-started from the previous round's ``phi`` and take
-``tracking_steps`` extra steps, as the paper's Alg. 2 prescribes; a new number
+orthonormal basis of it (:mod:`~botorch_sketch.sketching.arm_set_sgd`):
+``O(C^2)`` per round, whatever ``d``, with the same iterates. When the
+candidates change between rounds (contextual features), the slots are
+warm-started from the previous round's ``phi`` and take ``tracking_steps``
+extra steps, as the paper's Alg. 2 prescribes; a new number
 of candidates restarts the slots from an isotropic guess.
 
 References
@@ -45,6 +46,7 @@ from torch import Tensor
 
 from botorch_sketch.bandits.policy import ContextualPolicy, argmax_first
 from botorch_sketch.deprecation import renamed_keywords
+from botorch_sketch.sketching.arm_set_sgd import ArmSetSGD
 from botorch_sketch.sketching.ridge import OnlineRidge
 from botorch_sketch.sketching.sgd import (
     HarmonicStep,
@@ -186,11 +188,13 @@ class SGDLinUCB(ContextualPolicy):
     Per round, the means ``x_k^T theta`` and the widths' quadratic forms are
     kept, updated in ``O(C)`` from the products the steps compute anyway, so
     that a round is seventeen small kernels. On a fixed arm set of ``C <
-    d`` arms scored from the first round, the solver and the tracker run on the
-    arms' coordinates in an orthonormal basis of their span (:attr:`basis`;
-    the steps only ever add multiples of arms, so nothing is lost): ``O(C^2)``
-    per round. A candidate set or an observed feature outside the arms maps the
-    state back to ``R^d`` once, ``O(n d)``, and the policy goes on there.
+    d`` arms scored from the first round, both iterations run on the arms'
+    coordinates in an orthonormal basis of their span (:attr:`arm_set`, an
+    :class:`~botorch_sketch.sketching.arm_set_sgd.ArmSetSGD`; the steps only
+    ever add multiples of arms, so nothing is lost): ``O(C^2)`` per round and
+    eight small kernels. A candidate set or an observed feature outside the arms
+    maps the state back to ``R^d`` once, ``O(n d)``, and the policy goes on
+    there.
     Candidates are recognised as unchanged by identity and version counter,
     and a pulled arm by being the view ``candidates[k : k + 1]``, which the
     loops and :class:`~botorch_sketch.bandits.fixed_arms.FixedArmSet` pass.
@@ -273,10 +277,11 @@ class SGDLinUCB(ContextualPolicy):
         )
         self.width_step = width_step or width_step_for(dim)
         self.tracker: WidthTracker | None = None
-        #: While the arm set is fixed and smaller than ``d``: a ``d x C`` basis
-        #: with orthonormal columns of the arms' span, in whose coordinates the
-        #: solver and the tracker run (``theta`` maps back); else None.
-        self.basis: Tensor | None = None
+        #: While the arm set is fixed and smaller than ``d``: the state, in the
+        #: arms' coordinates (``solver`` and ``tracker`` are then None); else
+        #: None.
+        self.arm_set: ArmSetSGD | None = None
+        self._like = self.solver.unscaled_theta
         # The candidates last scored, as passed, and their version counter.
         self._candidates: Tensor | None = None
         self._candidates_version = -1
@@ -286,14 +291,24 @@ class SGDLinUCB(ContextualPolicy):
     @property
     def theta(self) -> Tensor:
         r"""The SGD estimate of ``theta`` (``d``)."""
-        if self.basis is not None:
-            return self.basis @ self.solver.theta
+        if self.arm_set is not None:
+            return self.arm_set.theta
         return self.solver.theta
+
+    @property
+    def basis(self) -> Tensor | None:
+        r"""The ``d x C`` orthonormal basis of the arms' coordinates, else None."""
+        return self.arm_set.basis if self.arm_set is not None else None
+
+    @property
+    def num_observations(self) -> int:
+        r"""The number of observations so far."""
+        return self.arm_set.n if self.arm_set is not None else self.solver.n
 
     def _retarget(self, candidates: Tensor) -> None:
         # ``candidates`` is checked and in the solver's dtype and device.
-        if self.basis is not None:
-            if torch.equal(candidates, self._arms):
+        if self.arm_set is not None:
+            if torch.equal(candidates, self.arm_set.arms):
                 return
             self._leave_coordinates()
         tracker = self.tracker
@@ -322,32 +337,21 @@ class SGDLinUCB(ContextualPolicy):
 
     def _enter_coordinates(self, arms: Tensor) -> None:
         # Fewer arms than dimensions, and no data yet: while every observation
-        # is one of the arms, theta and every phi_k stay in the arms' span (the
-        # steps only ever add multiples of arms), so the solver and the tracker
-        # run on the arms' coordinates in an orthonormal basis of that span,
-        # ``C`` numbers per vector instead of ``d``: the same iterates, sample
-        # for sample, at O(C^2) per round instead of O(C d).
-        basis, triangle = torch.linalg.qr(arms.mT)
-        coordinates = triangle.mT.contiguous()
-        self.basis = basis
-        self._arms = arms.clone()
-        self.solver = self.solver.transformed(basis.mT)
-        self.tracker = WidthTracker(
-            coordinates,
-            step=self.width_step,
-            ridge=self.solver.ridge,
-            initial_scale=self.solver.isotropic_scale(),
+        # is one of the arms, theta and every phi_k stay in the arms' span, and
+        # ArmSetSGD runs both iterations on the arms' coordinates: the same
+        # iterates, sample for sample, at O(C^2) per round instead of O(C d).
+        arms = arms.clone()
+        self._arm_rows = arms.unbind(0)
+        self.arm_set = ArmSetSGD(
+            arms, self.solver, self.width_step, self.steps_per_update
         )
-        self._keep_arm_rows()
-        self._sync_means()
+        self.solver = None
 
     def _leave_coordinates(self) -> None:
         # Candidates or features outside the fixed arm set: back to R^d, with
         # the state mapped through the basis (the same iterates again).
-        basis = self.basis
-        self.solver = self.solver.transformed(basis)
-        self.tracker = self.tracker.transformed(basis, self._arms)
-        self.basis = None
+        self.solver, self.tracker = self.arm_set.in_full_space(self._arm_rows)
+        self.arm_set = None
         self._arm_rows = None
         self._updates_on_target = 0
         self._sync_means()
@@ -386,17 +390,21 @@ class SGDLinUCB(ContextualPolicy):
             or candidates._version != self._candidates_version
         ):
             _check_candidates(candidates, self.dim)
-            self._retarget(candidates.to(self.solver.unscaled_theta))
+            self._retarget(candidates.to(self._like))
             self._candidates = candidates
             self._candidates_version = candidates._version
             self._locator = _RowLocator(candidates)
+        if self.arm_set is not None:
+            return self.arm_set.scaled_scores(self.width)
         forms, form_scale = self.tracker.scaled_quadratic_forms()
         alpha = self.width * math.sqrt(form_scale) / self.solver.theta_scale
         return torch.add(self._means, forms.clamp_min_(0).sqrt_(), alpha=alpha)
 
     def scores(self, candidates: Tensor) -> Tensor:
         r"""The upper confidence bounds of ``C x d`` candidates (``C``)."""
-        return self._scaled_scores(candidates).mul_(self.solver.theta_scale)
+        scores = self._scaled_scores(candidates)
+        state = self.arm_set if self.arm_set is not None else self.solver
+        return scores.mul_(state.theta_scale)
 
     def select(self, candidates: Tensor) -> Tensor:  # noqa: D102
         return argmax_first(self._scaled_scores(candidates))
@@ -416,7 +424,7 @@ class SGDLinUCB(ContextualPolicy):
             self._update_one(features, rewards)
             return
         rewards = _check_feedback(features, rewards, self.dim)
-        if self.basis is not None:
+        if self.arm_set is not None:
             self._leave_coordinates()
         solver = self.solver
         features = features.to(solver.unscaled_theta)
@@ -437,7 +445,6 @@ class SGDLinUCB(ContextualPolicy):
         # One observation, the loop's case: the checks folded into numbers it
         # needs anyway (a non-finite feature makes ``x^T x`` non-finite), and a
         # pull of a tracked candidate stored without a copy.
-        solver = self.solver
         reward = float(rewards)
         k = -1
         candidates = self._candidates
@@ -447,6 +454,10 @@ class SGDLinUCB(ContextualPolicy):
             and math.isfinite(reward)
         ):
             k = self._locator.index(features)
+            if k >= 0 and self.arm_set is not None:
+                self.arm_set.pull(k, reward)
+                return
+        solver = self.solver
         if k >= 0 and (self._arm_rows is not None or self._updates_on_target):
             # The fixed arm set's case (rows are kept only once the set has
             # outlived a round: contextual candidates change every round, and
@@ -457,7 +468,7 @@ class SGDLinUCB(ContextualPolicy):
                 self._arm_rows[k], reward, self._arm_sq_norms[k]
             )
         else:
-            like = solver.unscaled_theta
+            like = self._like
             x = features[0]
             if x.dtype != like.dtype or x.device != like.device:
                 x = x.to(like)
@@ -466,7 +477,7 @@ class SGDLinUCB(ContextualPolicy):
                 math.isfinite(reward) and bool(torch.isfinite(x).all())
             ):
                 raise InputDataError("Feedback contains NaN or infinite values.")
-            if self.basis is not None:
+            if self.arm_set is not None:
                 self._leave_coordinates()
                 solver = self.solver
             step = solver._observe_checked(x, reward, sq_norm)

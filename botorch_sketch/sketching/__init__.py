@@ -8,6 +8,7 @@ and SGD tracking of least-squares solutions. Torch and gpytorch kernels only;
 nothing here knows about BoTorch models.
 """
 
+from botorch_sketch.sketching.arm_set_sgd import ArmSetSGD
 from botorch_sketch.sketching.bernoulli import BernoulliRule
 from botorch_sketch.sketching.confidence import bkb_width
 from botorch_sketch.sketching.dtc import (
@@ -91,6 +92,7 @@ __all__ = [
     "OffsetHarmonicStep",
     "PowerRidge",
     "SGDLeastSquares",
+    "ArmSetSGD",
     "Schedule",
     "DTCPosterior",
     "DTCReadout",

@@ -44,10 +44,25 @@ from torch import Tensor
 # The range a float scale factor is kept in before it is folded into its tensor:
 # far from underflow and overflow, and rare to leave (a shrink of 1 - 1/(4n) per
 # step takes it below 1e-100 only after astronomically many steps).
-_MIN_SCALE = 1e-100
-_MAX_SCALE = 1e100
+MIN_SCALE = 1e-100
+MAX_SCALE = 1e100
 # Steps between exact recomputations of a WidthTracker's kept quadratic forms.
-_REFRESH_PERIOD = 256
+REFRESH_PERIOD = 256
+# Uniforms drawn per call for the resampled indices.
+_UNIFORM_BLOCK = 1024
+
+
+def draw_uniforms(generator: torch.Generator | None) -> list[float]:
+    r"""A block of uniforms from ``generator``, to be used by ``list.pop()``.
+
+    The solvers draw their resampled indices from these: one generator call
+    per step would cost more than an ``O(d)`` step for ``d`` in the thousands.
+    """
+    device = generator.device if generator is not None else "cpu"
+    block = torch.rand(
+        _UNIFORM_BLOCK, generator=generator, dtype=torch.double, device=device
+    )
+    return block.tolist()[::-1]
 
 
 class Schedule(ABC):
@@ -277,11 +292,7 @@ class SGDLeastSquares:
     def draw_index(self) -> int:
         r"""An index drawn uniformly from the history (``n >= 1``)."""
         if not self._uniforms:
-            device = self.generator.device if self.generator is not None else "cpu"
-            block = torch.rand(
-                1024, generator=self.generator, dtype=torch.double, device=device
-            )
-            self._uniforms = block.tolist()[::-1]
+            self._uniforms = draw_uniforms(self.generator)
         return min(int(self._uniforms.pop() * self.n), self.n - 1)
 
     def fork(self) -> SGDLeastSquares:
@@ -468,7 +479,7 @@ class SGDLeastSquares:
         if self.ridge is not None:
             scale *= 1.0 - gamma * self.ridge(n)
         fold = 1.0
-        if not _MIN_SCALE < scale < _MAX_SCALE:
+        if not MIN_SCALE < scale < MAX_SCALE:
             # Shrinks near zero (or not positive) and overflows go into the tensor.
             fold, scale = scale, 1.0
             theta.mul_(fold)
@@ -699,7 +710,7 @@ class WidthTracker:
             out=self._coefficients,
         )
         b_next = b * shrink
-        if _MIN_SCALE < b_next < _MAX_SCALE:
+        if MIN_SCALE < b_next < MAX_SCALE:
             self._offsets.addr_(u, x_i, alpha=-gamma / shrink)
             self._forms.addcmul_(u, self.vector_products, value=-gamma / shrink)
             self._b = b_next
@@ -711,7 +722,7 @@ class WidthTracker:
             self._b = 1.0
         self._a = shrink * a + gamma / n
         self._steps_since_refresh += 1
-        if self._steps_since_refresh == _REFRESH_PERIOD:
+        if self._steps_since_refresh == REFRESH_PERIOD:
             self._refresh()
 
     def transformed(self, basis: Tensor, vectors: Tensor) -> WidthTracker:

@@ -144,10 +144,19 @@ def test_sgd_linucb_on_a_fixed_arm_set_stores_no_feature_copies():
     g = torch.Generator().manual_seed(4)
     arms = torch.randn(6, 40, generator=g, dtype=torch.double)
     policy = FixedArmSet(SGDLinUCB(40, generator=torch.Generator()), arms)
+    chosen = []
     for _ in range(30):
         i = policy.select()
         policy.update(i, torch.zeros(1, dtype=torch.double))
+        chosen.append(int(i))
     inner = policy.policy
     assert inner.basis is not None and inner.basis.shape == (40, 6)
-    assert inner.solver.n == 30 and inner.solver._num_copied == 0
+    assert inner.solver is None and inner.num_observations == 30
+    assert inner.arm_set.pulls == chosen
     assert inner.theta.shape == (40,)
+    # Leaving the coordinates: the history shares rows of one private copy.
+    inner.scores(torch.randn(6, 40, generator=g, dtype=torch.double))
+    assert inner.arm_set is None
+    assert inner.solver.n == 30 and inner.solver._num_copied == 0
+    storages = {row.untyped_storage().data_ptr() for row in inner.solver._rows}
+    assert len(storages) == 1
