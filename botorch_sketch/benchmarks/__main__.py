@@ -1,6 +1,9 @@
 #!/usr/bin/env python3
 r"""``python -m botorch_sketch.benchmarks [NAME] [--budget small|large] [--out DIR]``.
 
+``scale`` and ``throughput`` also take ``--device cuda``: their report is then
+``DIR/NAME-BUDGET-cuda.md``, beside the CPU one, and ``--collect`` gathers both.
+
 Without ``NAME`` every benchmark runs and ``DIR/BENCHMARKS.md`` collects their
 tables (ratios first, then absolute figures with the machine they came from).
 
@@ -18,6 +21,7 @@ import os
 import platform
 import sys
 from collections.abc import Callable
+from functools import partial
 
 import torch
 
@@ -38,19 +42,27 @@ from botorch_sketch.benchmarks import (
     tuning_peers,
 )
 
+CPU = torch.device("cpu")
 
-def machine(threads: int | None = None) -> str:
+
+def machine(threads: int | None = None, device: torch.device | None = None) -> str:
     r"""A one-line description of this machine, for the absolute figures.
 
     Args:
         threads: The torch threads the run used, if it set its own; by default
             the current setting.
+        device: The GPU the run used, if any; it is named with its CUDA version.
     """
     threads = torch.get_num_threads() if threads is None else threads
-    return (
+    where = (
         f"{platform.machine()}, {os.cpu_count()} CPU cores, torch "
         f"{torch.__version__} with {threads} threads"
     )
+    if device is not None and device.type == "cuda":
+        where += (
+            f", on an {torch.cuda.get_device_name(device)} (CUDA {torch.version.cuda})"
+        )
+    return where
 
 
 def _inference(budget: str, stem: str) -> tuple[str, list[str]]:
@@ -96,8 +108,10 @@ def _default_fit(budget: str, stem: str) -> tuple[str, list[str]]:
     return default_fit.render(default_fit.run(budget), where), []
 
 
-def _scale(budget: str, stem: str) -> tuple[str, list[str]]:
-    text = scale.render(scale.run(budget), machine())
+def _scale(budget: str, stem: str, device: torch.device = CPU) -> tuple[str, list[str]]:
+    text = scale.render(scale.run(budget, device=device), machine(device=device))
+    if device.type != "cpu":
+        return text + "\n\n(The sharded case runs on CPU workers only.)", []
     try:
         import ray  # noqa: F401
     except ImportError:
@@ -106,8 +120,11 @@ def _scale(budget: str, stem: str) -> tuple[str, list[str]]:
     return text + "\n\n" + sharded, []
 
 
-def _throughput(budget: str, stem: str) -> tuple[str, list[str]]:
-    return throughput.render(throughput.run(budget), machine()), []
+def _throughput(
+    budget: str, stem: str, device: torch.device = CPU
+) -> tuple[str, list[str]]:
+    rows = throughput.run(budget, device=device)
+    return throughput.render(rows, machine(device=device)), []
 
 
 def _fantasies(budget: str, stem: str) -> tuple[str, list[str]]:
@@ -152,7 +169,11 @@ BENCHMARKS: dict[str, tuple[str, Callable[[str, str], tuple[str, list[str]]]]] =
     "suggest": ("Seconds to suggest trial N: Optuna samplers", _suggest),
 }
 
-#: Budgets of one benchmark beyond small and large.
+#: The benchmarks that run on a GPU as well (``--device``).
+ON_DEVICE = ("scale", "throughput")
+#: Report suffixes ``--collect`` looks for, after the CPU report.
+DEVICE_SUFFIXES = {"-cuda": "on CUDA"}
+
 #: The budgets every benchmark has.
 BOTH = ("small", "large")
 #: Budgets of one benchmark only.
@@ -165,8 +186,10 @@ EXTRA: dict[str, list[str]] = {
 }
 
 
-def _section(name: str, text: str, figures: list[str], relative_to: str) -> str:
-    title = BENCHMARKS[name][0]
+def _section(
+    name: str, text: str, figures: list[str], relative_to: str, where: str = ""
+) -> str:
+    title = BENCHMARKS[name][0] + (f", {where}" if where else "")
     images = "\n".join(
         f"![{name}]({os.path.relpath(path, relative_to)})" for path in figures
     )
@@ -197,24 +220,16 @@ def collect(directory: str, budget: str, path: str) -> list[str]:
     found, missing, sections = [], [], []
     where = os.path.dirname(os.path.abspath(path))
     for name in BENCHMARKS:
-        report = os.path.join(directory, f"{name}-{budget}.md")
-        if not os.path.exists(report):
+        # The CPU report, then those of other devices (``--device``), if run.
+        for suffix, device in {"": "", **DEVICE_SUFFIXES}.items():
+            stem = f"{name}-{budget}{suffix}"
+            report = os.path.join(directory, stem + ".md")
+            if os.path.exists(report):
+                sections.append(_gathered(name, report, stem, where, device))
+                if name not in found:
+                    found.append(name)
+        if name not in found:
             missing.append(name)
-            continue
-        with open(report) as f:
-            body = f.read().split("\n", 1)[1]  # drop the heading
-        # Its own image links are relative to its folder; the figures are
-        # linked below, relative to the gathered file.
-        text = "\n".join(
-            line for line in body.splitlines() if not line.startswith("![")
-        ).strip()
-        figures = sorted(
-            os.path.join(directory, file)
-            for file in os.listdir(directory)
-            if file.startswith(f"{name}-{budget}") and file.endswith(".png")
-        )
-        sections.append(_section(name, text, figures, where))
-        found.append(name)
     how = (
         "Each section comes from its own run of "
         f"`python -m botorch_sketch.benchmarks NAME --budget {budget}` "
@@ -226,6 +241,49 @@ def collect(directory: str, budget: str, path: str) -> list[str]:
         how += " Not run: " + ", ".join(f"`{name}`" for name in missing) + "."
     _write_report(path, budget, sections, how)
     return found
+
+
+def _gathered(name: str, report: str, stem: str, where: str, device: str = "") -> str:
+    # A report's heading and image links are dropped: its figures (STEM*.png
+    # beside it, not those of another device's report) are linked below,
+    # relative to the gathered file.
+    directory = os.path.dirname(report)
+    others = tuple(stem + suffix for suffix in DEVICE_SUFFIXES)
+    with open(report) as f:
+        body = f.read().split("\n", 1)[1]
+    text = "\n".join(
+        line for line in body.splitlines() if not line.startswith("![")
+    ).strip()
+    figures = sorted(
+        os.path.join(directory, file)
+        for file in os.listdir(directory)
+        if file.startswith(stem)
+        and not file.startswith(others)
+        and file.endswith(".png")
+    )
+    return _section(name, text, figures, where, device)
+
+
+def _device(parser: argparse.ArgumentParser, args: argparse.Namespace) -> torch.device:
+    # Checked before anything runs: a typo or a missing GPU is named at once.
+    try:
+        device = torch.device(args.device)
+    except RuntimeError:
+        parser.error(f"--device {args.device!r} is not a torch device (cpu or cuda).")
+    if device.type == "cpu":
+        return device
+    if f"-{device.type}" not in DEVICE_SUFFIXES:
+        parser.error(f"--device {args.device}: only cpu and cuda are supported.")
+    if not torch.cuda.is_available():
+        parser.error(f"--device {args.device}: this torch sees no CUDA device.")
+    if args.collect is not None:
+        parser.error("--collect runs nothing: it takes no --device.")
+    if args.benchmark not in ON_DEVICE:
+        parser.error(
+            f"--device {args.device} applies to {' and '.join(ON_DEVICE)} only; "
+            "name one of them."
+        )
+    return device
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -250,7 +308,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--to", default="BENCHMARKS.md", help="the file --collect writes"
     )
+    parser.add_argument(
+        "--device",
+        default="cpu",
+        help=f"cpu, or cuda for {' and '.join(ON_DEVICE)} [cpu]",
+    )
     args = parser.parse_args(argv)
+    device = _device(parser, args)
     if args.collect is not None:
         if args.benchmark is not None:
             parser.error("--collect runs nothing: give no benchmark name.")
@@ -266,15 +330,21 @@ def main(argv: list[str] | None = None) -> int:
             )
     os.makedirs(args.out, exist_ok=True)
     sections = []
+    suffix = "" if device.type == "cpu" else f"-{device.type}"
     for name in names:
         runner = BENCHMARKS[name][1]
-        stem = os.path.join(args.out, f"{name}-{args.budget}")
+        stem = os.path.join(args.out, f"{name}-{args.budget}{suffix}")
+        if device.type != "cpu":  # then name is one of ON_DEVICE
+            runner = partial(runner, device=device)
         text, figures = runner(args.budget, stem)
         print(text)
         with open(stem + ".md", "w") as f:
-            f.write(f"# {name} benchmark ({args.budget} budget)\n\n{text}\n")
+            on = f", {DEVICE_SUFFIXES[suffix]}" if suffix else ""
+            heading = f"# {name} benchmark ({args.budget} budget{on})"
+            f.write(f"{heading}\n\n{text}\n")
         print("\nwrote " + ", ".join([stem + ".md", *figures]))
-        sections.append(_section(name, text, figures, args.out))
+        where = DEVICE_SUFFIXES.get(suffix, "")
+        sections.append(_section(name, text, figures, args.out, where))
     if len(names) > 1:
         how = f"`python -m botorch_sketch.benchmarks --budget {args.budget}`"
         _write_report(

@@ -143,6 +143,17 @@ def reference_row(rows: list[RowT], case: Any, method: str) -> RowT | None:
     return next((r for r in rows if r.case == case and r.method == method), None)
 
 
+def synchronize(device: torch.device | str) -> None:
+    r"""Wait for the work queued on ``device``, so that a host clock times it.
+
+    CUDA kernels run asynchronously: without this a timer stops when the work
+    is queued, not when it is done. A no-op on the CPU.
+    """
+    device = torch.device(device)
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
 def in_fresh_process(target: Callable[..., None], *args: Any) -> Any:
     r"""Run ``target(*args, queue)`` in a spawned process and return what it puts.
 

@@ -7,7 +7,8 @@ root and one triangular solve with ``m'`` right-hand sides per point: about
 ``3 b m^2`` floating-point operations, all matrix products. The achieved rate
 (mean and variance of every candidate, with BoTorch's posterior objects) is
 reported as a fraction of the rate ``torch.matmul`` reaches on a
-``b x m @ m x m`` product of the same sizes.
+``b x m @ m x m`` product of the same sizes, on the same device (the CPU by
+default, or a GPU: ``--device cuda``).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from functools import partial
 
 import torch
 
+from botorch_sketch.benchmarks.metrics import synchronize
 from botorch_sketch.models.nystrom_gp import NystromGP
 from botorch_sketch.sketching.selection import GreedyVarianceSelector
 
@@ -47,12 +49,14 @@ class Row:
         return 2 * self.candidates * self.m**2 / self.matmul_seconds / 1e9
 
 
-def _best_of(fn, repeats: int = 3) -> float:
+def _best_of(fn, device: torch.device, repeats: int = 3) -> float:
     fn()
     times = []
     for _ in range(repeats):
+        synchronize(device)
         start = time.perf_counter()
         fn()
+        synchronize(device)
         times.append(time.perf_counter() - start)
     return min(times)
 
@@ -63,24 +67,34 @@ def _posterior(model: NystromGP, cand: torch.Tensor) -> None:
         post.mean, post.variance  # noqa: B018 (force evaluation)
 
 
-def run(budget_name: str = "small") -> list[Row]:
-    r"""Time the posterior and the matching matmul for each size."""
+def run(budget_name: str = "small", device: str | torch.device = "cpu") -> list[Row]:
+    r"""Time the posterior and the matching matmul for each size.
+
+    Args:
+        budget_name: ``"small"`` or ``"large"``.
+        device: Where the model, the candidates and the matmul's operands live.
+            The data are drawn on the CPU, so every device sees the same.
+    """
+    device = torch.device(device)
+    tkwargs = {"dtype": torch.double, "device": device}
     rows = []
     g = torch.Generator().manual_seed(0)
     for b, m in BUDGETS[budget_name]:
         X = torch.rand(max(4 * m, 2000), 6, generator=g, dtype=torch.double)
+        X = X.to(device)
         Y = X.sin().sum(-1, keepdim=True)
         model = NystromGP(X, Y, inducing=GreedyVarianceSelector(m, tolerance=None))
         model.covar_module.lengthscale = 0.2
         model.select_inducing_points()
         model.eval()
         m_used = model.inducing_points.shape[0]
-        cand = torch.rand(b, 1, 6, generator=g, dtype=torch.double)
+        cand = torch.rand(b, 1, 6, generator=g, dtype=torch.double).to(**tkwargs)
 
-        A = torch.rand(b, m_used, generator=g, dtype=torch.double)
-        B = torch.rand(m_used, m_used, generator=g, dtype=torch.double)
-        seconds = _best_of(partial(_posterior, model, cand))
-        rows.append(Row(b, m_used, seconds, _best_of(partial(torch.matmul, A, B))))
+        A = torch.rand(b, m_used, generator=g, dtype=torch.double).to(**tkwargs)
+        B = torch.rand(m_used, m_used, generator=g, dtype=torch.double).to(**tkwargs)
+        seconds = _best_of(partial(_posterior, model, cand), device)
+        matmul = _best_of(partial(torch.matmul, A, B), device)
+        rows.append(Row(b, m_used, seconds, matmul))
     return rows
 
 

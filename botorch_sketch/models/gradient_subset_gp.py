@@ -409,6 +409,10 @@ class GradientSubsetGP(SingleTaskGP):
         if hasattr(self, "outcome_transform"):
             transformed_X = self.transform_inputs(X)
             Y, Yvar = self.outcome_transform(Y, Yvar, X=transformed_X)
+            # Refitting marks the transform trained with a new CPU tensor
+            # (Standardize's ``_is_trained``); keep its buffers on the data's
+            # device, as SingleTaskGP's ``to(train_X)`` at construction does.
+            self.outcome_transform.to(X.device)
         self.set_train_data(inputs=X, targets=Y.squeeze(-1), strict=False)
         if isinstance(self.likelihood, FixedNoiseGaussianLikelihood):
             self.likelihood.noise = Yvar.squeeze(-1)

@@ -1,3 +1,5 @@
+import pytest
+
 from botorch_sketch.benchmarks import __main__ as bench
 
 
@@ -60,3 +62,59 @@ def test_collect_gathers_separate_runs_without_running(monkeypatch, tmp_path):
     assert "a-small.png" not in report
     assert "# a benchmark" not in report  # the run's own heading is dropped
     assert "Not run: `b`." in report
+
+
+def test_collect_adds_a_cuda_report_beside_the_cpu_one(monkeypatch, tmp_path):
+    monkeypatch.setattr(bench, "BENCHMARKS", {"a": ("A title", None)})
+    runs = tmp_path / "docs"
+    runs.mkdir()
+    (runs / "a-large.md").write_text("# a (large)\n\n| cpu table |\n")
+    (runs / "a-large-cuda.md").write_text("# a (large-cuda)\n\n| gpu table |\n")
+    (runs / "a-large-one.png").write_bytes(b"")
+    (runs / "a-large-cuda-one.png").write_bytes(b"")
+    out = tmp_path / "BENCHMARKS.md"
+    bench.main(["--collect", str(runs), "--budget", "large", "--to", str(out)])
+    cpu, gpu = out.read_text().split("## A title, on CUDA (`a`)")
+    assert "## A title (`a`)" in cpu and "| cpu table |" in cpu
+    assert "a-large-one.png" in cpu and "a-large-cuda" not in cpu
+    assert "| gpu table |" in gpu and "a-large-cuda-one.png" in gpu
+    assert "a-large-one.png" not in gpu and "Not run" not in gpu
+
+
+def _device_error(capsys, argv):
+    with pytest.raises(SystemExit) as exit_:
+        bench.main(argv)
+    assert exit_.value.code == 2
+    return capsys.readouterr().err
+
+
+def test_device_errors_name_the_problem(monkeypatch, capsys, tmp_path):
+    out = ["--out", str(tmp_path)]
+    assert "not a torch device" in _device_error(capsys, ["scale", "--device", "gpu"])
+    assert "only cpu and cuda" in _device_error(capsys, ["scale", "--device", "meta"])
+    monkeypatch.setattr(bench.torch.cuda, "is_available", lambda: False)
+    err = _device_error(capsys, ["scale", "--device", "cuda", *out])
+    assert "sees no CUDA device" in err
+    monkeypatch.setattr(bench.torch.cuda, "is_available", lambda: True)
+    err = _device_error(capsys, ["bandits", "--device", "cuda", *out])
+    assert "applies to scale and throughput only" in err
+    err = _device_error(capsys, ["--device", "cuda", *out])  # all benchmarks
+    assert "applies to scale and throughput only" in err
+    assert not list(tmp_path.iterdir())  # refused before anything ran
+
+
+def test_a_cuda_run_reaches_the_runner_and_writes_its_own_report(monkeypatch, tmp_path):
+    seen = []
+
+    def runner(budget, stem, device=bench.CPU):
+        seen.append(device)
+        return f"| on {device} |", []
+
+    monkeypatch.setattr(bench, "BENCHMARKS", {"scale": ("Scale", runner)})
+    monkeypatch.setattr(bench.torch.cuda, "is_available", lambda: True)
+    argv = ["scale", "--budget", "large", "--out", str(tmp_path)]
+    assert bench.main([*argv, "--device", "cuda"]) == 0
+    assert bench.main(argv) == 0
+    assert seen == [bench.torch.device("cuda"), bench.CPU]
+    assert "| on cuda |" in (tmp_path / "scale-large-cuda.md").read_text()
+    assert "| on cpu |" in (tmp_path / "scale-large.md").read_text()

@@ -60,3 +60,14 @@ def test_sharded_case_times_each_worker_count_and_projects():
     assert row.projection() > row.fit
     text = render_sharded(row, "a machine")
     assert "scaling efficiency 1 -> 2 workers" in text and "projection" in text
+
+
+def test_render_adds_the_gpu_peak_only_for_a_gpu_run():
+    cpu = render([_row(100_000, 256)], "a machine")
+    assert "GPU peak MB" not in cpu
+    row = _row(100_000, 256)
+    row.device_peak_mb = 1234.4
+    gpu = render([row], "a GPU machine")
+    assert "| held-out NLL | peak MB | GPU peak MB |" in gpu
+    assert "| -0.400 | 100 | 1234 |" in gpu
+    assert "ran untimed" in gpu and "ran untimed" not in cpu

@@ -23,7 +23,7 @@ def test_random_fourier_features_draw_from_a_cuda_generator():
     kernel = RBFKernel().to(**tkwargs)
     a = RandomFourierFeatures(kernel, 3, 50, generator=_generator(0), **tkwargs)
     b = RandomFourierFeatures(kernel, 3, 50, generator=_generator(0), **tkwargs)
-    assert a.weights.device == DEVICE and a.phases.device == DEVICE
+    assert a.weights.device.type == a.phases.device.type == "cuda"
     assert torch.equal(a.weights, b.weights) and torch.equal(a.phases, b.phases)
     assert a(torch.rand(4, 3, **tkwargs)).shape == (4, 50)
 
@@ -38,5 +38,5 @@ def test_matheron_update_draws_from_a_cuda_generator():
     posterior = DTCPosterior(stats)
     w0 = torch.randn(7, 5, **tkwargs)
     v = posterior.matheron_update(w0, generator=_generator(0))
-    assert v.shape == (7, 5) and v.device == DEVICE
+    assert v.shape == (7, 5) and v.device.type == "cuda"
     torch.testing.assert_close(v, posterior.matheron_update(w0, _generator(0)))

@@ -280,3 +280,14 @@ def test_num_best_forces_the_incumbents(tkwargs):
     assert set(forced.tolist()) == expected
     with pytest.raises(InputDataError, match="num_best"):
         _model(X, Y, subset_size=17, num_best=5)
+
+
+def test_reselecting_keeps_every_tensor_of_the_state_on_the_data_device(tkwargs):
+    # BoTorch's Standardize marks itself trained with a new CPU tensor whenever
+    # it is refitted, as it is on every new subset; on CUDA a mixed-device state
+    # would fail torch.equal against another model's and load_state_dict copies.
+    X = torch.rand(60, 2, **tkwargs)
+    Y = (X * 6).sin().sum(-1, keepdim=True)
+    model = GradientSubsetGP(X, Y, subset_size=20)
+    model.select_subset()
+    assert {t.device for t in model.state_dict().values()} == {X.device}

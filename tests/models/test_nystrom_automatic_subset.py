@@ -43,10 +43,11 @@ def test_the_hyperparameter_rows_are_a_prefix_of_the_rule_rows(tkwargs):
     # random exact_fit_size of them (not the first rows: data in loop order
     # start with the initial design); at or below exact_fit_size, every row.
     between = _automatic(X[:80], Y[:80])
-    assert torch.equal(between._subset_rows(), torch.arange(80))
+    device = tkwargs["device"]
+    assert torch.equal(between._subset_rows(), torch.arange(80, device=device))
     fit_rows = between._hyperparameter_rows()
     assert fit_rows.numel() == 40 and fit_rows.unique().numel() == 40
-    assert not torch.equal(fit_rows.sort().values, torch.arange(40))
+    assert not torch.equal(fit_rows.sort().values, torch.arange(40, device=device))
     small = _automatic(X[:40], Y[:40])
     assert small._subset_rows().numel() == small._hyperparameter_rows().numel() == 40
 
