@@ -142,7 +142,7 @@ class BKB(DTCUCB):
             return
         # ``_grow`` for one pull, the coin in Python: the same draw and the
         # same comparison, without a tensor op per scalar.
-        previous = float(self.candidates.variance[index]) / self.noise_var
+        previous = float(self.candidates.variance_at(index)) / self.noise_var
         if self.sampler.consider_one(previous, self.arms.dtype) and not bool(
             self._in_dictionary[index]
         ):

@@ -88,6 +88,15 @@ class DTCUCB(FiniteArmPolicy):
     refactor_every = renamed_attribute("refactor_every", "refactorise_every")
     #: The dictionary's accuracy ``eps`` in the width (unknown for a fixed set).
     default_epsilon = 0.5
+    #: From this many arms on, the arms' means and variances follow the pulls
+    #: :attr:`lazy_pulls` at a time (:class:`~botorch_sketch.sketching.online.
+    #: TrackedCandidates`), and each step's arm is found from bounds on the
+    #: scores with exact scores for the few arms that could win: the same arm,
+    #: without a pass over the ``A x m`` embedding per step. Below it, the
+    #: bookkeeping costs more calls than the pass it saves.
+    lazy_min_arms: int = 50_000
+    #: The pulls held before one matrix product applies them to every arm.
+    lazy_pulls: int = 8
 
     @renamed_keywords(refactor_every="refactorise_every")
     def __init__(
@@ -104,6 +113,7 @@ class DTCUCB(FiniteArmPolicy):
         refactorise_every: int = 1000,
         chunk_size: int | None = None,
         generator: torch.Generator | None = None,
+        lazy_updates: bool | None = None,
     ) -> None:
         r"""Configure the policy.
 
@@ -124,6 +134,9 @@ class DTCUCB(FiniteArmPolicy):
                 clear the rounding drift of the rank-one updates.
             chunk_size: Arms per chunk in ``O(A m)`` work; by default about 8 MB.
             generator: The random generator.
+            lazy_updates: Apply the pulls to the arms :attr:`lazy_pulls` at a
+                time and find each step's arm from bounds (the same arms); by
+                default from :attr:`lazy_min_arms` arms on.
         """
         super().__init__(arms, generator=generator)
         # NaN passes ``<= 0`` checks, and failed later inside a Cholesky.
@@ -150,6 +163,9 @@ class DTCUCB(FiniteArmPolicy):
         self.epsilon = self.default_epsilon if epsilon is None else epsilon
         self.refactorise_every = refactorise_every
         self.chunk_size = chunk_size
+        if lazy_updates is None:
+            lazy_updates = arms.shape[0] >= self.lazy_min_arms
+        self.lazy_updates = bool(lazy_updates)
         A = self.num_arms
         self.counts = arms.new_zeros(A)
         self.reward_sums = arms.new_zeros(A)
@@ -157,6 +173,10 @@ class DTCUCB(FiniteArmPolicy):
         self._one = arms.new_ones(1)
         self.num_observations = 0
         self._since_refactor = 0
+        # The arms pulled so far, for the width's sum over them while updates
+        # are held (a set: no tensor op per step to keep it).
+        self._pulled: set[int] = set()
+        self._pulled_index: Tensor | None = None
         with torch.no_grad():
             self.prior_variance = torch.cat(
                 [
@@ -196,7 +216,9 @@ class DTCUCB(FiniteArmPolicy):
     def _width_from(self, scaled_variance: Tensor, scale: float = 1.0) -> float:
         # ``sum_s sigma_tilde_t^2(x_s)`` over the pulls is one dot product with
         # the pull counts (times ``scale``: the variances in GP units).
-        variance_sum = scale * float(torch.dot(self.counts, scaled_variance))
+        return self._width_for(scale * float(torch.dot(self.counts, scaled_variance)))
+
+    def _width_for(self, variance_sum: float) -> float:
         return bkb_width(
             variance_sum,
             self.num_observations,
@@ -259,16 +281,32 @@ class DTCUCB(FiniteArmPolicy):
         # select(1) with the scores in a preallocated buffer: the loop's hot
         # path, four O(A) kernels. ``scores`` up to rounding: ``1 / lambda``
         # is folded into the width sum and ``beta / sqrt(lambda)`` into one
-        # fused ``mean + beta' sqrt(var)``.
-        buffer, variance = self._score_buffer, self.candidates.variance
-        if isinstance(self.beta, str):
-            beta = self._width_from(variance, scale=1 / self.noise_var)
-        else:
+        # fused ``mean + beta' sqrt(var)``. With pulls held back, the width's
+        # sum reads the pulled arms' variances alone.
+        cands = self.candidates
+        if not isinstance(self.beta, str):
             beta = float(self.beta)
-        torch.sqrt(variance, out=buffer)
+        elif cands.num_held:
+            pulled = self._pulled_arms()
+            total = torch.dot(self.counts[pulled], cands.variance_at(pulled))
+            beta = self._width_for(float(total) / self.noise_var)
+        else:
+            beta = self._width_from(cands.variance, scale=1 / self.noise_var)
         alpha = beta / math.sqrt(self.noise_var)
-        torch.add(self.candidates.mean, buffer, alpha=alpha, out=buffer)
-        return torch.argmax(buffer, dim=0, keepdim=True)
+        return cands.ucb_argmax(alpha, self._score_buffer)
+
+    def _pulled_arms(self) -> Tensor:
+        if self._pulled_index is None:
+            self._pulled_index = torch.tensor(
+                sorted(self._pulled), dtype=torch.long, device=self.arms.device
+            )
+        return self._pulled_index
+
+    def _record_pulled(self, index_list: list[int]) -> None:
+        new = [i for i in index_list if i not in self._pulled]
+        if new:
+            self._pulled.update(new)
+            self._pulled_index = None
 
     def update(self, indices: Tensor, rewards: Tensor) -> None:
         r"""Record the pulls and update the posterior of every arm."""
@@ -281,6 +319,7 @@ class DTCUCB(FiniteArmPolicy):
             # the kernel (``_insert``, ``_rebuild``) turn grad off themselves,
             # so no ``no_grad`` context is entered per step.
             i, r = index_list[0], reward_list[0]
+            self._record_pulled(index_list)
             self._grow_one(indices, i)
             self.counts.index_add_(0, indices, self._one)
             self.reward_sums.index_add_(0, indices, rewards)
@@ -290,6 +329,7 @@ class DTCUCB(FiniteArmPolicy):
         if torch.is_grad_enabled():
             with torch.no_grad():
                 return self.update(indices, rewards)
+        self._record_pulled(index_list)
         previous = self.scaled_variance
         self._grow(indices, previous)
         self.counts.index_add_(0, indices, torch.ones_like(rewards))
@@ -337,7 +377,7 @@ class DTCUCB(FiniteArmPolicy):
         P, s, coefficient = self.posterior.update_one_(
             cands.Z[index], float(cands.residual[index]), reward, self.noise_var
         )
-        cands.apply_one(P, s, coefficient)
+        cands.apply_one(P, s, coefficient, q=s - self.noise_var)
         self._count_towards_refactor(1)
 
     def _count_towards_refactor(self, pulls: int) -> None:
@@ -403,8 +443,14 @@ class DTCUCB(FiniteArmPolicy):
             self.num_arms, dtype=torch.bool, device=self.arms.device
         )
         self._in_dictionary[dictionary] = True
+        lazy = self.lazy_updates
         self.embedding, cands = TrackedCandidates.from_subset(
-            self.kernel, self.arms, dictionary, self.prior_variance, self.chunk_size
+            self.kernel,
+            self.arms,
+            dictionary,
+            self.prior_variance,
+            self.chunk_size,
+            by_point=lazy,
         )
         pulled = self.counts.nonzero().squeeze(-1)
         if pulled.numel():
@@ -419,5 +465,7 @@ class DTCUCB(FiniteArmPolicy):
             stats = DTCStatistics.empty(self.embedding.dim, like=self.arms)
         self.posterior = WeightPosterior(stats)
         cands.refresh(self.posterior)
+        if lazy:
+            cands.lazy_pulls = self.lazy_pulls
         self.candidates = cands
         self._since_refactor = 0

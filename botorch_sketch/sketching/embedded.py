@@ -23,6 +23,14 @@ better written ``(M^T Z^T)^T``, which reads the buffer as stored (on that Xeon
 points, the rewritten product 1.4x); square products and ``Z^T Z`` cost about
 the same in either layout. A new coordinate is one contiguous row of the
 buffer.
+
+A store built with ``by_point=True`` keeps the transposed layout instead (a
+``n x m'`` buffer, one point per row): gathering a few points' coordinates,
+``Z[index]``, then reads one contiguous row per point rather than one cache
+line per coordinate (about 10x less memory traffic at ``10^5`` points, where
+the column-major gather of 2% of the points took 60% of a full ``Z P``). The
+lazy UCB step of :class:`~botorch_sketch.sketching.online.TrackedCandidates`
+gathers, and multiplies by many columns at once, so it takes this layout.
 """
 
 from __future__ import annotations
@@ -67,6 +75,7 @@ class EmbeddedPoints:
         chunk_size: int | None = None,
         prior_variance: Tensor | None = None,
         embedded: Tensor | None = None,
+        by_point: bool = False,
     ) -> None:
         r"""Embed the points, chunked.
 
@@ -77,13 +86,16 @@ class EmbeddedPoints:
                 current embedding dimension.
             prior_variance: The ``n`` prior variances ``k(x, x)``, if known.
             embedded: The ``n x m'`` embedding of ``X``, if already computed.
+            by_point: Store the embedding one point per row (row-major ``Z``)
+                instead of one coordinate per row (see the module docstring).
         """
         self.kernel = embedding.kernel
         self.chunk_size = chunk_size
         n, m = X.shape[0], embedding.dim
         self._X = X
-        # ``Z`` transposed: coordinates by points (see the module docstring).
-        self._Z = X.new_empty(max(m, 1), n)
+        # By default ``Z`` transposed: coordinates by points (module docstring).
+        self.by_point = by_point
+        self._Z = X.new_empty(n, max(m, 1)) if by_point else X.new_empty(max(m, 1), n)
         self._residual = X.new_empty(n)
         if prior_variance is None:
             prior_variance = X.new_empty(n)
@@ -107,7 +119,7 @@ class EmbeddedPoints:
         """
         points = cls(embedding, like[:0])
         points._X = like.new_empty(capacity, like.shape[-1])
-        points._Z = like.new_empty(max(8, embedding.dim), capacity)
+        points._Z = like.new_empty(max(8, embedding.dim), capacity)  # column-major
         points._residual = like.new_empty(capacity)
         points._prior_variance = like.new_empty(capacity)
         points._views()
@@ -116,11 +128,46 @@ class EmbeddedPoints:
     def _chunk_size(self) -> int:
         return self.chunk_size or chunk_size_for(max(self.dim, 1))
 
+    def product(self, M: Tensor) -> Tensor:
+        r"""``Z M`` for a ``m' x k`` matrix ``M``, in the faster form for the layout.
+
+        Column-major ``Z`` is read as stored by ``(M^T Z^T)^T`` (see the module
+        docstring).
+
+        Returns:
+            A ``n x k`` tensor.
+        """
+        return self.Z @ M if self.by_point else (M.mT @ self.Z.mT).mT
+
+    def _coordinates(self, rows: slice, m: int) -> Tensor:
+        # The first ``m`` coordinates of points ``rows``: a view of the buffer.
+        return self._Z[rows, :m] if self.by_point else self._Z[:m, rows].mT
+
+    def _coordinate(self, rows: slice, j: int) -> Tensor:
+        # Coordinate ``j`` of points ``rows``: a view of the buffer.
+        return self._Z[rows, j] if self.by_point else self._Z[j, rows]
+
+    def _reserve_coordinates(self, m: int, keep: int) -> None:
+        # Room for ``m`` coordinates, keeping the first ``keep`` of them.
+        axis = 1 if self.by_point else 0
+        capacity = self._Z.shape[axis]
+        if m <= capacity:
+            return
+        shape = list(self._Z.shape)
+        shape[axis] = max(2 * capacity, m) if keep else 2 * m
+        grown = self._Z.new_empty(shape)
+        if keep:
+            if self.by_point:
+                grown[:, :keep] = self._Z[:, :keep]
+            else:
+                grown[:keep] = self._Z[:keep]
+        self._Z = grown
+
     def _views(self) -> None:
         # Cached: a slice is a new view (a few microseconds) on every read.
         n = self.num_points
         self.X = self._X[:n]
-        self.Z = self._Z[: self.dim, :n].mT
+        self.Z = self._coordinates(slice(0, n), self.dim)
         self.residual = self._residual[:n]
         self.prior_variance = self._prior_variance[:n]
 
@@ -138,11 +185,14 @@ class EmbeddedPoints:
         t = self.num_points
         if t == self._X.shape[0]:
             self._X = grow_rows(self._X)
-            self._Z = grow_columns(self._Z)
+            self._Z = grow_rows(self._Z) if self.by_point else grow_columns(self._Z)
             self._residual = grow_rows(self._residual)
             self._prior_variance = grow_rows(self._prior_variance)
         self._X[t] = x.reshape(-1)
-        self._Z[: self.dim, t] = z.reshape(-1)
+        if self.by_point:
+            self._Z[t, : self.dim] = z.reshape(-1)
+        else:
+            self._Z[: self.dim, t] = z.reshape(-1)
         self._prior_variance[t] = prior_variance.reshape(())
         self.num_points = t + 1
         self._views()
@@ -163,13 +213,10 @@ class EmbeddedPoints:
             The ``n`` new coordinates.
         """
         m = self.dim
-        if m + 1 > self._Z.shape[0]:
-            grown = self._Z.new_empty(2 * self._Z.shape[0], self._Z.shape[1])
-            grown[:m] = self._Z[:m]
-            self._Z = grown
+        self._reserve_coordinates(m + 1, keep=m)
         for rows in row_chunks(self.num_points, self._chunk_size()):
-            c = embedding.new_coordinate(self.X[rows], self._Z[:m, rows].mT)
-            self._Z[m, rows] = c
+            c = embedding.new_coordinate(self.X[rows], self._coordinates(rows, m))
+            self._coordinate(rows, m)[...] = c
             self._residual[rows] = (self._residual[rows] - c.pow(2)).clamp_min(0)
         self.dim = m + 1
         self._views()
@@ -185,14 +232,13 @@ class EmbeddedPoints:
             embedded: The ``n x m'`` embedding of the points, if already computed.
         """
         m = embedding.dim
-        if m > self._Z.shape[0]:
-            self._Z = self._Z.new_empty(2 * m, self._Z.shape[1])
+        self._reserve_coordinates(m, keep=0)
         self.dim = m
         self._views()
         for rows in row_chunks(self.num_points, self._chunk_size()):
             X = self.X[rows]
             Z = embedding(X) if embedded is None else embedded[rows]
-            self._Z[:m, rows] = Z.mT
+            self._coordinates(rows, m)[...] = Z
             self._residual[rows] = embedding.residual_variance(
                 X, Z, prior_variance=self.prior_variance[rows]
             )

@@ -32,3 +32,62 @@ def test_a_valid_dictionary_is_kept():
     policy = DTCUCB(arms, RBFKernel().double(), 0.1, dictionary=[7, 0, 49])
     assert policy.dictionary.tolist() == [7, 0, 49]
     assert DTCUCB(arms, RBFKernel().double(), 0.1, dictionary=[]).dictionary_size == 0
+
+
+@pytest.mark.parametrize(
+    "policy",
+    ["bkb-adaptive", "bkb", "gp-ucb", "dtc-uniform", "gp-ucb-fixed-width"],
+)
+def test_held_pulls_choose_the_eager_arms(policy):
+    # From lazy_min_arms on, the arms' posteriors follow the pulls 8 at a time
+    # and the step's arm comes from bounds: the same arms, variances and
+    # dictionary as the eager route, fed the same pulls (lockstep).
+    from botorch_sketch.bandits import BKB, GPUCB
+    from botorch_sketch.benchmarks.bandits import Case, make_problem
+
+    arms, kernel, env = make_problem(Case("t", 1500, 3, 0.5, 150, 0, ()))
+    lam = env.noise_std**2
+    base, kw = {
+        "bkb-adaptive": (BKB, {"resample": "adaptive"}),
+        "bkb": (BKB, {}),
+        "gp-ucb": (GPUCB, {}),
+        "dtc-uniform": (DTCUCB, {"dictionary": 40}),
+        "gp-ucb-fixed-width": (GPUCB, {"beta": 2.0}),
+    }[policy]
+    kw = {"beta": "authors", **kw}
+    eager, lazy = (
+        base(
+            arms,
+            kernel,
+            lam,
+            generator=torch.Generator().manual_seed(2),
+            lazy_updates=lazy,
+            **kw,
+        )
+        for lazy in (False, True)
+    )
+    assert not eager.candidates.by_point and lazy.candidates.by_point
+    held = 0
+    for _ in range(150):
+        chosen = eager.select()
+        assert torch.equal(lazy.select(), chosen)
+        reward = env.pull(chosen)
+        eager.update(chosen, reward)
+        lazy.update(chosen, reward)
+        held = max(held, lazy.candidates.num_held)
+    assert eager.candidates.num_held == 0 and held > 0
+    assert torch.equal(lazy.dictionary, eager.dictionary)
+    torch.testing.assert_close(lazy.mean, eager.mean, atol=1e-10, rtol=0)
+    torch.testing.assert_close(
+        lazy.candidates.variance, eager.candidates.variance, atol=1e-12, rtol=0
+    )
+
+
+def test_held_pulls_start_at_lazy_min_arms():
+    arms = torch.rand(60, 2, dtype=torch.double)
+    k = RBFKernel().double()
+    assert not DTCUCB(arms, k, 0.1).lazy_updates
+    assert DTCUCB(arms, k, 0.1, lazy_updates=True).candidates.lazy_pulls == 8
+    few = type("Few", (DTCUCB,), {"lazy_min_arms": 60})
+    assert few(arms, k, 0.1).lazy_updates and not few(arms[:59], k, 0.1).lazy_updates
+    assert few(arms, k, 0.1, lazy_updates=False).candidates.lazy_pulls == 0

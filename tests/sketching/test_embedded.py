@@ -85,3 +85,35 @@ def test_a_store_built_on_no_points_takes_appends(tkwargs):
         points.append(x, emb(x), k(x, diag=True))
     torch.testing.assert_close(points.Z, emb(X))
     torch.testing.assert_close(points.residual, emb.residual_variance(X))
+
+
+def test_the_point_by_point_layout_holds_the_same_embedding(tkwargs):
+    # ``by_point=True`` (the lazy UCB step's gathers) stores rows by point; every
+    # operation must give what the column-major store gives, and keep rows
+    # contiguous past the coordinate capacity and through appends.
+    k = rbf_kernel(0.3)
+    X, _, _ = residual_data(60, d=2, seed=3, **tkwargs)
+    emb = NystromEmbedding(k, X[:3])
+    stores = [EmbeddedPoints(emb, X[:40], by_point=b) for b in (False, True)]
+    for grown in _grown(emb, X[40:], 6):
+        c = [s.add_coordinate(grown) for s in stores]
+        torch.testing.assert_close(c[0], c[1])
+        emb = grown
+    for i in range(40, 45):
+        x = X[i : i + 1]
+        for s in stores:
+            s.append(x, emb(x), k(x, diag=True))
+    column, row = stores
+    assert row.Z.stride(-1) == 1 and column.Z.stride(0) == 1
+    assert row.num_points == 45 and row.dim == 9
+    torch.testing.assert_close(row.Z, column.Z)
+    torch.testing.assert_close(row.residual, column.residual)
+    M = torch.randn(row.dim, 3, **tkwargs)
+    torch.testing.assert_close(row.product(M), column.Z @ M)
+    torch.testing.assert_close(column.product(M), column.Z @ M)
+    bigger = NystromEmbedding(k, X[:20])
+    for s in stores:
+        s.reembed(bigger)
+    assert row.Z.stride(-1) == 1
+    torch.testing.assert_close(row.Z, bigger(X[:45]))
+    torch.testing.assert_close(row.Z, column.Z)

@@ -1,5 +1,6 @@
 import pytest
 import torch
+from botorch.exceptions.errors import UnsupportedError
 from helpers import exact_gp_posterior, rbf_kernel
 
 from botorch_sketch.sketching import DTCPosterior, DTCStatistics, NystromEmbedding
@@ -167,3 +168,92 @@ def test_growing_with_data_along_the_new_coordinate_matches_a_fresh_posterior(tk
     assert torch.allclose(tracked.variance, var, atol=1e-9)
     fresh = DTCStatistics.from_data(grown, X, r, noise)
     assert torch.allclose(online.statistics.trace_gap, fresh.trace_gap, atol=1e-9)
+
+
+def _pair(tkwargs, lazy_pulls, seed=5, num_candidates=400, num_inducing=20):
+    # The same candidates tracked eagerly and with held updates.
+    g = torch.Generator().manual_seed(seed)
+    emb = NystromEmbedding(
+        rbf_kernel(0.3, outputscale=1.3),
+        torch.rand(num_inducing, 2, generator=g, **tkwargs),
+    )
+    cands = torch.rand(num_candidates, 2, generator=g, **tkwargs)
+    eager_post = OnlineDTC.prior(emb.dim, like=cands)
+    lazy_post = OnlineDTC.prior(emb.dim, like=cands)
+    eager = TrackedCandidates(emb, eager_post, cands)
+    lazy = TrackedCandidates(emb, lazy_post, cands)
+    lazy.lazy_pulls = lazy_pulls
+    return g, emb, cands, (eager, eager_post), (lazy, lazy_post)
+
+
+def _pull(tracked, post, cands, i, reward, noise=0.01):
+    z, resid = tracked.Z[i], float(tracked.residual[i])
+    P, s, coefficient = post.update_one_(z, resid, reward, noise)
+    tracked.apply_one(P, s, coefficient, q=s - noise)
+
+
+def test_held_updates_give_the_eager_means_variances_and_argmax(tkwargs):
+    g, _, cands, (eager, ep), (lazy, lp) = _pair(tkwargs, lazy_pulls=7)
+    buffer = torch.empty(cands.shape[0], **tkwargs)
+    for _ in range(60):
+        for alpha in (0.0, 0.3, 3.0):
+            exact = eager.mean + alpha * eager.variance.sqrt()
+            # The argmax from bounds is the exact one (ties: none in this draw).
+            assert int(lazy.ucb_argmax(alpha, buffer)) == int(exact.argmax())
+        some = torch.randint(cands.shape[0], (5,), generator=g).to(tkwargs["device"])
+        assert torch.allclose(lazy.variance_at(some), eager.variance[some], atol=1e-12)
+        i, reward = int(some[0]), float(torch.randn(1, generator=g))
+        _pull(eager, ep, cands, i, reward)
+        held = lazy.num_held
+        _pull(lazy, lp, cands, i, reward)
+        # Flushed at 7 held, or earlier by a loose bound in ucb_argmax.
+        assert lazy.num_held <= (held + 1) % 7
+    for _ in range(3):
+        i = int(torch.randint(cands.shape[0], (1,), generator=g))
+        _pull(eager, ep, cands, i, 0.5)
+        _pull(lazy, lp, cands, i, 0.5)
+    assert lazy.num_held >= 3
+    # Reading the means applies every held update first.
+    assert torch.allclose(lazy.mean, eager.mean, atol=1e-12)
+    assert lazy.num_held == 0
+    assert torch.allclose(lazy.variance, eager.variance, atol=1e-12)
+
+
+def test_held_scores_never_exceed_their_bound(tkwargs):
+    # The bound ``mean + (alpha + drift) sd`` at the last flush holds for every
+    # candidate, or the argmax could miss the best one.
+    g, _, cands, _, (lazy, lp) = _pair(tkwargs, lazy_pulls=0, num_inducing=30)
+    f = (6 * cands).sin().sum(-1)
+    alpha = 0.5
+    for step in range(210):
+        if step == 200:  # a posterior that has seen data, then held pulls
+            lazy.lazy_pulls = 1000
+        i = int(torch.randint(cands.shape[0], (1,), generator=g))
+        _pull(lazy, lp, cands, i, float(f[i] + 0.1 * torch.randn(1, generator=g)))
+        if step < 200:
+            continue
+        bound = lazy._mean + (alpha + lazy._held_drift) * lazy._variance.sqrt()
+        index = torch.arange(cands.shape[0], device=cands.device)
+        exact = lazy._exact_scores(index, alpha)
+        assert bool((exact <= bound + 1e-12).all())
+    # The bound is not vacuous: it leaves most candidates out here.
+    assert lazy.num_held == 10
+    first = lazy._exact_scores(exact.argmax().reshape(1), alpha)
+    assert float((bound >= first).double().mean()) < 0.5
+
+
+def test_changing_the_embedding_applies_held_updates_first(tkwargs):
+    g, emb, cands, (eager, ep), (lazy, lp) = _pair(tkwargs, lazy_pulls=50)
+    for _ in range(5):
+        i = int(torch.randint(cands.shape[0], (1,), generator=g))
+        reward = float(torch.randn(1, generator=g))
+        _pull(eager, ep, cands, i, reward)
+        _pull(lazy, lp, cands, i, reward)
+    grown = emb.extended(cands[0])
+    assert lazy.num_held == 5
+    for tracked in (eager, lazy):
+        tracked.extend_embedding(grown)
+    assert lazy.num_held == 0
+    assert torch.allclose(lazy.mean, eager.mean, atol=1e-12)
+    with pytest.raises(UnsupportedError, match="fixed candidate set"):
+        lazy.append(cands[0], lazy.Z[0], lazy.prior_variance[:1])
