@@ -27,10 +27,11 @@ buffer.
 A store built with ``by_point=True`` keeps the transposed layout instead (a
 ``n x m'`` buffer, one point per row): gathering a few points' coordinates,
 ``Z[index]``, then reads one contiguous row per point rather than one cache
-line per coordinate (about 10x less memory traffic at ``10^5`` points, where
-the column-major gather of 2% of the points took 60% of a full ``Z P``). The
-lazy UCB step of :class:`~botorch_sketch.sketching.online.TrackedCandidates`
-gathers, and multiplies by many columns at once, so it takes this layout.
+line per coordinate (2% of ``10^5`` points with 131 coordinates, one thread on
+an Intel Xeon: 1.2 ms by point against 5.7 ms by coordinate, where a whole
+``Z P`` took 11-13 ms in either layout). The lazy UCB step of
+:class:`~botorch_sketch.sketching.online.TrackedCandidates` gathers, and
+multiplies by many columns at once, so it takes this layout.
 """
 
 from __future__ import annotations
