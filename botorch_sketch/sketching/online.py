@@ -222,10 +222,12 @@ class TrackedCandidates(EmbeddedPoints):
         if self._held >= self.lazy_pulls:
             self.flush()
 
-    def _held_products(self, index: Tensor) -> Tensor:
-        # ``z_i^T P_j`` of the candidates ``index`` with the held columns.
-        P = self._held_P[: self.dim, : self._held]
-        return self.Z[index] @ P
+    def _held_variance(self, index: Tensor) -> tuple[Tensor, Tensor]:
+        # ``c_ij = z_i^T P_j`` of candidates ``index`` with the held columns,
+        # and their variances with the held updates applied.
+        c = self.Z[index] @ self._held_P[: self.dim, : self._held]
+        inv_s = c.new_tensor(self._held_inv_s)
+        return c, (self._variance[index] - c.pow(2) @ inv_s).clamp_min(0)
 
     def variance_at(self, index: Tensor) -> Tensor:
         r"""The current variances of candidates ``index``, held updates included.
@@ -240,12 +242,9 @@ class TrackedCandidates(EmbeddedPoints):
             Their variances (GP units), as :attr:`variance` would give them up to
             rounding.
         """
-        variance = self._variance[index]
         if not self._held:
-            return variance
-        c = self._held_products(index)
-        inv_s = c.new_tensor(self._held_inv_s)
-        return (variance - c.pow(2) @ inv_s).clamp_min(0)
+            return self._variance[index]
+        return self._held_variance(index)[1]
 
     def ucb_argmax(self, alpha: float, buffer: Tensor) -> Tensor:
         r"""The candidate of largest ``mean + alpha sqrt(variance)``, updates held.
@@ -290,10 +289,8 @@ class TrackedCandidates(EmbeddedPoints):
         return candidates[torch.argmax(scores, dim=0, keepdim=True)]
 
     def _exact_scores(self, index: Tensor, alpha: float) -> Tensor:
-        c = self._held_products(index)
-        inv_s = c.new_tensor(self._held_inv_s)
+        c, variance = self._held_variance(index)
         coefficients = c.new_tensor(self._held_coefficients)
-        variance = (self._variance[index] - c.pow(2) @ inv_s).clamp_min(0)
         return self._mean[index] + c @ coefficients + alpha * variance.sqrt()
 
     def covariance_column(
