@@ -177,10 +177,6 @@ class DTCUCB(FiniteArmPolicy):
         self._one = arms.new_ones(1)
         self.num_observations = 0
         self._since_refactor = 0
-        # The arms pulled so far, for the width's sum over them while updates
-        # are held (a set: no tensor op per step to keep it).
-        self._pulled: set[int] = set()
-        self._pulled_index: Tensor | None = None
         with torch.no_grad():
             self.prior_variance = torch.cat(
                 [
@@ -215,16 +211,11 @@ class DTCUCB(FiniteArmPolicy):
         r"""The current ``beta_t``."""
         if not isinstance(self.beta, str):
             return float(self.beta)
-        return self._width_from(self.scaled_variance)
-
-    def _width_from(self, scaled_variance: Tensor, scale: float = 1.0) -> float:
-        # ``sum_s sigma_tilde_t^2(x_s)`` over the pulls is one dot product with
-        # the pull counts (times ``scale``: the variances in GP units).
-        return self._width_for(scale * float(torch.dot(self.counts, scaled_variance)))
-
-    def _width_for(self, variance_sum: float) -> float:
+        # ``sum_s sigma_tilde_t^2(x_s)`` over the pulls, each of noise lambda
+        # (an arm rebuilt from ``n_i`` pulls enters with ``lambda / n_i``): the
+        # posterior reads it in O(m) from ``tr(C)``, with no pass over the arms.
         return bkb_width(
-            variance_sum,
+            self.posterior.data_variance_sum(),
             self.num_observations,
             noise_std=self.noise_std,
             noise_var=self.noise_var,
@@ -283,34 +274,10 @@ class DTCUCB(FiniteArmPolicy):
 
     def _select_one(self) -> Tensor:
         # select(1) with the scores in a preallocated buffer: the loop's hot
-        # path, four O(A) kernels. ``scores`` up to rounding: ``1 / lambda``
-        # is folded into the width sum and ``beta / sqrt(lambda)`` into one
-        # fused ``mean + beta' sqrt(var)``. With pulls held back, the width's
-        # sum reads the pulled arms' variances alone.
-        cands = self.candidates
-        if not isinstance(self.beta, str):
-            beta = float(self.beta)
-        elif cands.num_held:
-            pulled = self._pulled_arms()
-            total = torch.dot(self.counts[pulled], cands.variance_at(pulled))
-            beta = self._width_for(float(total) / self.noise_var)
-        else:
-            beta = self._width_from(cands.variance, scale=1 / self.noise_var)
-        alpha = beta / math.sqrt(self.noise_var)
-        return cands.ucb_argmax(alpha, self._score_buffer)
-
-    def _pulled_arms(self) -> Tensor:
-        if self._pulled_index is None:
-            self._pulled_index = torch.tensor(
-                sorted(self._pulled), dtype=torch.long, device=self.arms.device
-            )
-        return self._pulled_index
-
-    def _record_pulled(self, index_list: list[int]) -> None:
-        new = [i for i in index_list if i not in self._pulled]
-        if new:
-            self._pulled.update(new)
-            self._pulled_index = None
+        # path, three O(A) kernels. ``scores`` up to rounding: ``beta /
+        # sqrt(lambda)`` is folded into one fused ``mean + beta' sqrt(var)``.
+        alpha = self.width() / math.sqrt(self.noise_var)
+        return self.candidates.ucb_argmax(alpha, self._score_buffer)
 
     def update(self, indices: Tensor, rewards: Tensor) -> None:
         r"""Record the pulls and update the posterior of every arm."""
@@ -323,7 +290,6 @@ class DTCUCB(FiniteArmPolicy):
             # the kernel (``_insert``, ``_rebuild``) turn grad off themselves,
             # so no ``no_grad`` context is entered per step.
             i, r = index_list[0], reward_list[0]
-            self._record_pulled(index_list)
             self._grow_one(indices, i)
             self.counts.index_add_(0, indices, self._one)
             self.reward_sums.index_add_(0, indices, rewards)
@@ -333,7 +299,6 @@ class DTCUCB(FiniteArmPolicy):
         if torch.is_grad_enabled():
             with torch.no_grad():
                 return self.update(indices, rewards)
-        self._record_pulled(index_list)
         previous = self.scaled_variance
         self._grow(indices, previous)
         self.counts.index_add_(0, indices, torch.ones_like(rewards))
@@ -356,8 +321,10 @@ class DTCUCB(FiniteArmPolicy):
 
     def _grow_one(self, indices: Tensor, index: int) -> None:
         # ``_grow`` for one pull (``indices`` holds ``index``); subclasses with a
-        # cheaper single-pull rule override this.
-        self._grow(indices, self.scaled_variance)
+        # cheaper single-pull rule override this. A fixed dictionary does not
+        # grow: no O(A) variance read for a hook that does nothing.
+        if type(self)._grow is not DTCUCB._grow:
+            self._grow(indices, self.scaled_variance)
 
     def _absorb_one(
         self, indices: Tensor, rewards: Tensor, index: int, reward: float

@@ -23,7 +23,6 @@ References:
 
 from __future__ import annotations
 
-import torch
 from torch import Tensor
 
 from botorch_sketch.bandits.dtc_ucb import DTCUCB
@@ -44,17 +43,18 @@ class GPUCB(DTCUCB):
         if "dictionary" in kwargs:
             raise TypeError("GPUCB builds its own dictionary from the pulled arms.")
         super().__init__(arms, kernel, noise_var, dictionary=None, **kwargs)
-        self._visited = torch.zeros(self.num_arms, dtype=torch.bool, device=arms.device)
+        # The arms pulled so far (a set: no tensor op per step to keep it).
+        self._visited: set[int] = set()
 
     def _grow_one(self, indices: Tensor, index: int) -> None:
-        if not bool(self._visited[index]):
-            self._visited[index] = True
+        if index not in self._visited:
+            self._visited.add(index)
             self._insert(index)
 
     def _grow(self, indices: Tensor, previous: Tensor) -> None:
         for idx in indices.unique().tolist():  # at most q arms per step
-            if not bool(self._visited[idx]):
-                self._visited[idx] = True
+            if idx not in self._visited:
+                self._visited.add(idx)
                 # An arm already in the numerical span is not added: the
                 # posterior is exact as it is.
                 self._insert(idx)

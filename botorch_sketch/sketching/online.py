@@ -100,6 +100,9 @@ class TrackedCandidates(EmbeddedPoints):
         self._held_inv_s: list[float] = []
         self._held_coefficients: list[float] = []
         self._held_drift = 0.0
+        # ``Z P`` of :meth:`apply_one`, written in place (one allocation less
+        # per pull).
+        self._product_buffer: Tensor | None = None
         super().__init__(
             embedding, X, chunk_size, prior_variance, embedded, by_point=by_point
         )
@@ -329,7 +332,10 @@ class TrackedCandidates(EmbeddedPoints):
         if self.lazy_pulls > 0:
             self._hold(P, s, coefficient, s if q is None else q)
             return
-        c = torch.mv(Z, P)
+        c = self._product_buffer
+        if c is None or c.dtype != Z.dtype or c.device != Z.device:
+            c = self._product_buffer = Z.new_empty(Z.shape[0])
+        torch.mv(Z, P, out=c)
         self._variance.addcmul_(c, c, value=-1.0 / s).clamp_min_(0)
         self._mean.add_(c, alpha=coefficient)
 

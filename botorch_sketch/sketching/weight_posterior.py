@@ -263,6 +263,7 @@ class WeightPosterior:
         # inputs (rows of a buffer), ``1 / noise`` and the residuals.
         self._pending: list[float] | None = None
         self._num_rows = 0
+        self._gap: float | None = None  # float(trace_gap), read when needed
         self._row_weights: list[float] = []
         self._row_targets: list[float] = []
         if not hasattr(self, "_rows"):
@@ -514,6 +515,29 @@ class WeightPosterior:
             value = value - 0.5 * s.trace_gap.double()
         return value.to(self.dtype)
 
+    def data_variance_sum(self) -> float:
+        r"""``sum_i sigma^2(x_i) / lambda_i`` over the conditioning data, ``O(m')``.
+
+        Each observation's DTC variance ``k(x_i, x_i) - ||z_i||^2 + z_i^T C z_i``
+        over its noise. The first two terms sum to the statistics'
+        ``trace_gap``; the last sums to ``tr(C gram) = m' - tr(C)`` because
+        ``C = (I + gram)^{-1}``. A bandit's UCB width, a sum over its pulls,
+        reads this instead of every pulled arm's variance; it is exact up to
+        the rounding of the recursive updates (cleared by :meth:`refactorise`).
+
+        Returns:
+            The sum, a Python float (unbatched posteriors only).
+        """
+        if len(self.batch_shape):
+            raise UnsupportedError(
+                "data_variance_sum is defined for an unbatched posterior."
+            )
+        if self._gap is None:
+            self._gap = float(self._statistics.trace_gap)
+        pending = 0.0 if self._pending is None else self._pending[2]
+        explained = self.dim - float(torch.trace(self._covariance_base()))
+        return self._gap + pending + explained
+
     # ---------------------------------------------------------------- updates
 
     def _stale(self) -> None:
@@ -588,7 +612,7 @@ class WeightPosterior:
             if k:
                 grown[:k] = rows[:k]
             rows = self._rows = grown
-        rows[k, :m] = z
+        rows[k] = z  # (the buffer is m wide: a new width makes a new one)
         self._row_weights.append(weight)
         self._row_targets.append(target)
         self._num_rows = k + 1

@@ -84,6 +84,11 @@ def test_every_step_matches_the_from_scratch_posterior_and_its_argmax(make):
         )
         assert torch.allclose(policy.mean, mean, atol=1e-8, rtol=0)
         assert torch.allclose(policy.candidates.variance, var, atol=1e-8, rtol=0)
+        # The width's sum over the pulls, read from tr(C) and the statistics,
+        # against the from-scratch variances of the pulled arms.
+        expected = float(policy.counts @ var) / lam
+        total = policy.posterior.data_variance_sum()
+        assert total == pytest.approx(expected, rel=1e-9, abs=1e-9)
 
 
 def test_update_one_equals_the_general_update_and_leaves_copies_apart(tkwargs):

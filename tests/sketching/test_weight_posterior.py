@@ -70,6 +70,58 @@ def test_updated_and_factorised_states_read_the_same(tkwargs):
     torch.testing.assert_close(cross, fresh.covariance(Zt[0], Kt[0])[:, :2])
 
 
+def test_data_variance_sum_is_the_data_variances_over_their_noise(tkwargs):
+    # sum_i var(x_i) / lambda_i from tr(C) and the trace gap, through each
+    # state: factorised, rank-q and rank-one updates (pending rows), a fold
+    # of the pending rows, a grown coordinate, a refactorisation.
+    k = rbf_kernel(0.3, outputscale=1.3)
+    X, r, noise = residual_data(40, **tkwargs)
+
+    def expected(emb, post, n):
+        Z = emb(X[:n])
+        return float(
+            (post.variance(Z, emb.residual_variance(X[:n], Z)) / noise[:n]).sum()
+        )
+
+    emb = NystromEmbedding(k, X[:12])
+    Z = emb(X)
+    resid = emb.residual_variance(X, Z)
+    post = WeightPosterior(
+        DTCStatistics.from_embedded(Z[:20], resid[:20], r[:20], noise[:20])
+    )
+    assert post.data_variance_sum() == pytest.approx(expected(emb, post, 20), rel=1e-10)
+    post.update(Z[20:30], resid[20:30], r[20:30], noise[20:30])
+    assert post.data_variance_sum() == pytest.approx(expected(emb, post, 30), rel=1e-10)
+    for i in range(30, 40):
+        post.update_one_(Z[i], float(resid[i]), float(r[i]), float(noise[i]))
+        n = i + 1
+        assert post.data_variance_sum() == pytest.approx(
+            expected(emb, post, n), rel=1e-10
+        )
+    post.statistics  # noqa: B018 (folds the pending rows)
+    assert post.data_variance_sum() == pytest.approx(expected(emb, post, 40), rel=1e-10)
+    # One more inducing point, the data's new coordinate given.
+    grown = emb.extended(X[12])
+    Zg = grown(X)
+    post.extend_with_data(Z, Zg[:, -1], r, noise)
+    assert post.data_variance_sum() == pytest.approx(
+        expected(grown, post, 40), rel=1e-10
+    )
+    post.refactorise()
+    assert post.data_variance_sum() == pytest.approx(
+        expected(grown, post, 40), rel=1e-10
+    )
+    # Fantasy batches have one sum per batch: refused by name.
+    post.update(
+        Zg[None, :2].expand(3, 2, -1),
+        grown.residual_variance(X[:2], Zg[:2]).expand(3, 2),
+        r[:2].expand(3, 2),
+        noise[:2].expand(3, 2),
+    )
+    with pytest.raises(UnsupportedError, match="unbatched"):
+        post.data_variance_sum()
+
+
 def test_fantasy_batches_fold_test_batches_without_changing_values(tkwargs):
     # A posterior batched over fantasies, read at test points with more batch
     # dimensions: equal to reading each fantasy's posterior alone.
