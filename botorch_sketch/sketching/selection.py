@@ -326,6 +326,7 @@ def greedy_variance_pivots(
     start: Tensor | None = None,
     weights: Tensor | None = None,
     tolerance: float | None = None,
+    check_every: int | None = None,
 ) -> Tensor:
     r"""Pivots of a greedy pivoted Cholesky of ``K_XX``, in ``O(n size (size + d))``.
 
@@ -342,12 +343,27 @@ def greedy_variance_pivots(
         weights: A ``n`` tensor of positive score weights (e.g. ``1 / noise``).
         tolerance: Stop when the best weighted residual variance is below this
             (never before the ``start`` pivots and one more).
+        check_every: Pivots between reads of the best scores against
+            ``tolerance``; by default 1 on the CPU and 16 on other devices. The
+            result is the same for every value: pivots past the first score
+            below ``tolerance`` are dropped. Reading a score to the host waits
+            for the device, so on a GPU a read per pivot was most of a fit's
+            synchronisations; a few pivots computed in vain cost less.
 
     Returns:
         A 1-d long tensor of at most ``size`` distinct indices, in pivot order.
     """
     n = X.shape[0]
     start = X.new_zeros(0, dtype=torch.long) if start is None else start
+    if check_every is None:
+        check_every = 1 if X.device.type == "cpu" else 16
+    if check_every < 1:
+        raise InputDataError(f"check_every must be at least 1, got {check_every}.")
+    # The tolerance applies from the pivot after the start ones; the best
+    # scores wait on the device until ``check_every`` of them are read at once.
+    first_checked = start.numel() + 1
+    unread = first_checked
+    best = X.new_empty(size) if tolerance is not None else None
     with torch.no_grad():
         residual = kernel_diagonal(kernel, X).clone()
         rows = X.new_zeros(size, n)
@@ -359,9 +375,13 @@ def greedy_variance_pivots(
             else:
                 score = residual if weights is None else residual * weights
                 i = score.masked_fill(taken, -float("inf")).argmax()
-                if j > start.numel() and tolerance is not None:
-                    if float(score[i]) < tolerance:
-                        return chosen[:j]
+                if best is not None and j >= first_checked:
+                    best[j] = score[i]
+                    if j + 1 - unread >= check_every:
+                        stop = _first_below(best, unread, j + 1, tolerance)
+                        if stop is not None:
+                            return chosen[:stop]
+                        unread = j + 1
             column = kernel_matrix(kernel, X, X[i].reshape(1, -1)).squeeze(-1)
             pivot = residual[i].clamp_min(torch.finfo(X.dtype).tiny).sqrt()
             row = (column - rows[:j].mT @ rows[:j, i]) / pivot
@@ -369,7 +389,20 @@ def greedy_variance_pivots(
             residual = (residual - row.pow(2)).clamp_min(0)
             taken[i] = True
             chosen[j] = i
+    if best is not None and unread < size:
+        stop = _first_below(best, unread, size, tolerance)
+        if stop is not None:
+            return chosen[:stop]
     return chosen
+
+
+def _first_below(best: Tensor, begin: int, end: int, tolerance: float) -> int | None:
+    # The first pivot in [begin, end) whose best score was below the tolerance
+    # (one read of the scores to the host).
+    for offset, value in enumerate(best[begin:end].tolist()):
+        if value < tolerance:
+            return begin + offset
+    return None
 
 
 class UniformSelector(SelectionRule):

@@ -20,6 +20,7 @@ from botorch_sketch.sketching import (
     leverage_scores,
     posterior_variance,
 )
+from botorch_sketch.sketching.selection import greedy_variance_pivots
 
 
 def _gen(seed):
@@ -141,6 +142,31 @@ def test_greedy_variance_is_a_pivoted_cholesky(tkwargs):
         residual = NystromEmbedding(k, X[short]).residual_variance(X)
     assert short.numel() < 80
     assert residual.max() / 0.01 < 1e-2
+
+
+@pytest.mark.parametrize("check_every", [2, 3, 16, 1000])
+def test_greedy_pivots_read_in_blocks_stop_where_a_read_per_pivot_stops(
+    check_every, tkwargs
+):
+    # Tolerances that stop at the first checked pivot, mid-block, at a block's
+    # end and never; with and without start pivots and weights.
+    k = rbf_kernel(0.3, outputscale=1.0)
+    X = torch.rand(120, 2, generator=_gen(1), **tkwargs)
+    weights = 1 + torch.rand(120, generator=_gen(2), **tkwargs)
+    stops = set()
+    for start in (None, torch.tensor([7, 3])):
+        for w in (None, weights):
+            for tolerance in (10.0, 0.5, 1e-2, 1e-4, None):
+                kwargs = dict(start=start, weights=w, tolerance=tolerance)
+                reference = greedy_variance_pivots(X, k, 60, check_every=1, **kwargs)
+                blocks = greedy_variance_pivots(
+                    X, k, 60, check_every=check_every, **kwargs
+                )
+                assert torch.equal(blocks, reference)
+                stops.add(reference.numel())
+    assert len(stops) >= 4  # the tolerances did stop at different pivots
+    with pytest.raises(InputDataError, match="check_every"):
+        greedy_variance_pivots(X, k, 5, tolerance=0.1, check_every=0)
 
 
 def test_uniform_and_fixed_rules(tkwargs):
