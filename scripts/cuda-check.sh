@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # The checks that need a GPU, in one go: the CUDA rerun of the model tests
-# (tests/cuda), then the throughput and scale benchmarks with --device cuda.
+# (tests/cuda), then the throughput and scale benchmarks with --device cuda, then
+# the online loops beside the CPU (scripts/online_loops_on_device.py).
 #
 #   scripts/cuda-check.sh [OUT]    (OUT defaults to benchmark-results)
 #
 # Runs from the repository root with the python on the PATH (PYTHON=... picks
 # another), with or without the package installed. Each part has its own time
-# limit (TESTS_S, THROUGHPUT_S, SCALE_S seconds), so that one part that runs
+# limit (TESTS_S, THROUGHPUT_S, SCALE_S, ONLINE_S seconds), so that one part that runs
 # long still leaves the others their turn; every log lands in OUT.
 # SCALE_BUDGET=small runs the smaller scale cases.
 set -u
@@ -47,4 +48,7 @@ for bench in throughput scale; do
         --device "$device" --out "$out" 2>&1 | tee "$out/$bench.log"
     status=$((status | PIPESTATUS[0]))
 done
+timeout "${ONLINE_S:-150}" "$py" scripts/online_loops_on_device.py --device "$device" \
+    --steps 1000 2>&1 | tee "$out/online-loops.md"
+status=$((status | PIPESTATUS[0]))
 exit "$status"

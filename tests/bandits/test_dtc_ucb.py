@@ -91,3 +91,11 @@ def test_held_pulls_start_at_lazy_min_arms():
     few = type("Few", (DTCUCB,), {"lazy_min_arms": 60})
     assert few(arms, k, 0.1).lazy_updates and not few(arms[:59], k, 0.1).lazy_updates
     assert few(arms, k, 0.1, lazy_updates=False).candidates.lazy_pulls == 0
+
+
+def test_held_pulls_are_a_cpu_default():
+    # On a GPU the pass over the arms is cheap and the bookkeeping is not.
+    many = DTCUCB.lazy_min_arms
+    assert DTCUCB.lazy_by_default(many, torch.device("cpu"))
+    assert not DTCUCB.lazy_by_default(many - 1, torch.device("cpu"))
+    assert not DTCUCB.lazy_by_default(many, torch.device("cuda"))
