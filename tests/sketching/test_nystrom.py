@@ -133,3 +133,26 @@ def test_gradient_matches_the_exact_nystrom_gradient(tkwargs):
     (K_XS @ torch.linalg.solve(K_SS, K_XS.mT)).sum().backward()
     for a, p in zip(ours, k.parameters(), strict=True):
         torch.testing.assert_close(a, p.grad, rtol=1e-6, atol=1e-8)
+
+
+def test_well_conditioned_sets_embed_by_a_triangular_solve_equal_to_the_root(tkwargs):
+    # root = L^{-T}: the solve with L gives K root, with batch dimensions and
+    # gradients; the eigendecomposition's root and a grown root have no L.
+    k = rbf_kernel(0.3, outputscale=1.0, frozen=False)
+    S = torch.rand(12, 2, generator=torch.Generator().manual_seed(0), **tkwargs)
+    X = torch.rand(3, 7, 2, generator=torch.Generator().manual_seed(1), **tkwargs)
+    emb = NystromEmbedding(k, S)
+    assert emb._lower is not None
+    Z = emb(X)
+    torch.testing.assert_close(Z, emb.kernel_rows(X) @ emb.root, rtol=0, atol=1e-12)
+    (grad,) = torch.autograd.grad(
+        Z.pow(2).sum(), k.base_kernel.raw_lengthscale, retain_graph=True
+    )
+    (expected,) = torch.autograd.grad(
+        (emb.kernel_rows(X) @ emb.root).pow(2).sum(), k.base_kernel.raw_lengthscale
+    )
+    torch.testing.assert_close(grad, expected, rtol=1e-10, atol=1e-12)
+    duplicated = NystromEmbedding(k, torch.cat([S, S[:3]]))
+    assert duplicated._lower is None
+    grown = emb.extended(torch.tensor([[0.95, 0.05]], **tkwargs))
+    assert grown is not None and grown._lower is None
