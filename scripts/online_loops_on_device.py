@@ -28,10 +28,29 @@ from botorch_sketch.benchmarks.bandits import FAST, Case, make_problem
 from botorch_sketch.benchmarks.metrics import synchronize
 from botorch_sketch.sketching.sgd import InverseRidge
 
+#: Seconds of the whole run, seconds of each step, and the arm of each step.
+Result = tuple[float, list[float], list[int]]
 
-def _finite(
-    device: torch.device, steps: int
-) -> dict[str, Callable[[], tuple[float, list[float], list[int]]]]:
+
+def _timed(
+    policy: object,
+    step: Callable[[object, int], int],
+    steps: int,
+    device: torch.device,
+) -> Result:
+    # ``steps`` rounds of ``step(policy, t)``, each clocked to the device's end.
+    times, picks = [], []
+    synchronize(device)
+    begin = time.perf_counter()
+    for t in range(steps):
+        start = time.perf_counter()
+        picks.append(step(policy, t))
+        synchronize(device)
+        times.append(time.perf_counter() - start)
+    return time.perf_counter() - begin, times, picks
+
+
+def _finite(device: torch.device, steps: int) -> dict[str, Callable[[], Result]]:
     arms, kernel, env = make_problem(Case("setting-2", 100_000, 3, 0.5, steps, 0, FAST))
     arms, kernel = arms.to(device), kernel.to(device)
     means = env.means.to(device)
@@ -40,19 +59,13 @@ def _finite(
         steps, generator=torch.Generator().manual_seed(0), dtype=torch.double
     ).to(device)
 
-    def loop(make: Callable[[], object]) -> tuple[float, list[float], list[int]]:
-        policy = make()
-        times, picks = [], []
-        synchronize(device)
-        begin = time.perf_counter()
-        for t in range(steps):
-            start = time.perf_counter()
-            i = policy.select(1)
-            policy.update(i, means[i] + noise[t : t + 1])
-            synchronize(device)
-            times.append(time.perf_counter() - start)
-            picks.append(int(i))
-        return time.perf_counter() - begin, times, picks
+    def step(policy: object, t: int) -> int:
+        i = policy.select(1)
+        policy.update(i, means[i] + noise[t : t + 1])
+        return int(i)
+
+    def loop(make: Callable[[], object]) -> Result:
+        return _timed(make(), step, steps, device)
 
     def gen() -> torch.Generator:
         return torch.Generator().manual_seed(2)
@@ -82,7 +95,7 @@ def _finite(
 
 def _linear(
     device: torch.device, steps: int, dim: int = 1000
-) -> dict[str, Callable[[], tuple[float, list[float], list[int]]]]:
+) -> dict[str, Callable[[], Result]]:
     env = sphere_arms_environment(
         20, dim, 0.3, generator=torch.Generator().manual_seed(1)
     )
@@ -92,19 +105,13 @@ def _linear(
         arms
     )
 
-    def loop(make: Callable[[], object]) -> tuple[float, list[float], list[int]]:
-        policy = make()
-        times, picks = [], []
-        synchronize(device)
-        begin = time.perf_counter()
-        for t in range(steps):
-            start = time.perf_counter()
-            i = int(policy.select(arms))
-            policy.update(arms[i : i + 1], (means[i] + noise[t]).reshape(1))
-            synchronize(device)
-            times.append(time.perf_counter() - start)
-            picks.append(i)
-        return time.perf_counter() - begin, times, picks
+    def step(policy: object, t: int) -> int:
+        i = int(policy.select(arms))
+        policy.update(arms[i : i + 1], (means[i] + noise[t]).reshape(1))
+        return i
+
+    def loop(make: Callable[[], object]) -> Result:
+        return _timed(make(), step, steps, device)
 
     return {
         f"LinUCB d={dim}": lambda: loop(lambda: LinUCB(dim, noise_var=1.0, width=0.5)),
