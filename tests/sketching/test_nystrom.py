@@ -4,6 +4,7 @@ from botorch.exceptions.errors import UnsupportedError
 from helpers import rbf_kernel
 
 from botorch_sketch.sketching import NystromEmbedding
+from botorch_sketch.sketching.nystrom import TRIANGULAR_SOLVE_MIN_ROWS
 
 
 def test_embedding_reproduces_nystrom_approximation(tkwargs):
@@ -135,23 +136,44 @@ def test_gradient_matches_the_exact_nystrom_gradient(tkwargs):
         torch.testing.assert_close(a, p.grad, rtol=1e-6, atol=1e-8)
 
 
-def test_well_conditioned_sets_embed_by_a_triangular_solve_equal_to_the_root(tkwargs):
-    # root = L^{-T}: the solve with L gives K root, with batch dimensions and
-    # gradients; the eigendecomposition's root and a grown root have no L.
+def test_well_conditioned_sets_embed_by_a_triangular_solve_equal_to_the_root(
+    tkwargs, monkeypatch
+):
+    # root = L^{-T}: on the CPU, from TRIANGULAR_SOLVE_MIN_ROWS rows (batches
+    # together) one solve with L gives K root, gradients included; smaller
+    # blocks use the product. The eigendecomposition's root and a grown root
+    # have no L.
     k = rbf_kernel(0.3, outputscale=1.0, frozen=False)
     S = torch.rand(12, 2, generator=torch.Generator().manual_seed(0), **tkwargs)
-    X = torch.rand(3, 7, 2, generator=torch.Generator().manual_seed(1), **tkwargs)
     emb = NystromEmbedding(k, S)
     assert emb._lower is not None
-    Z = emb(X)
-    torch.testing.assert_close(Z, emb.kernel_rows(X) @ emb.root, rtol=0, atol=1e-12)
-    (grad,) = torch.autograd.grad(
-        Z.pow(2).sum(), k.base_kernel.raw_lengthscale, retain_graph=True
-    )
-    (expected,) = torch.autograd.grad(
-        (emb.kernel_rows(X) @ emb.root).pow(2).sum(), k.base_kernel.raw_lengthscale
-    )
-    torch.testing.assert_close(grad, expected, rtol=1e-10, atol=1e-12)
+    solves = []
+    solve = torch.linalg.solve_triangular
+
+    def counted(*args, **kwargs):
+        solves.append(args[1].shape)
+        return solve(*args, **kwargs)
+
+    monkeypatch.setattr(torch.linalg, "solve_triangular", counted)
+    many = (TRIANGULAR_SOLVE_MIN_ROWS + 1) // 2 + 1
+    for shape in ((3, 7, 2), (2, many, 2)):
+        X = torch.rand(*shape, generator=torch.Generator().manual_seed(1), **tkwargs)
+        solves.clear()
+        Z = emb(X)
+        uses_solve = X.device.type == "cpu" and X[..., 0].numel() >= (
+            TRIANGULAR_SOLVE_MIN_ROWS
+        )
+        # One solve over every row at once, not one per batch.
+        assert solves == ([(emb.dim, 2 * many)] if uses_solve else [])
+        expected = emb.kernel_rows(X) @ emb.root
+        torch.testing.assert_close(Z, expected, rtol=0, atol=1e-12)
+        (grad,) = torch.autograd.grad(
+            Z.pow(2).sum(), k.base_kernel.raw_lengthscale, retain_graph=True
+        )
+        (grad_expected,) = torch.autograd.grad(
+            expected.pow(2).sum(), k.base_kernel.raw_lengthscale, retain_graph=True
+        )
+        torch.testing.assert_close(grad, grad_expected, rtol=1e-10, atol=1e-12)
     duplicated = NystromEmbedding(k, torch.cat([S, S[:3]]))
     assert duplicated._lower is None
     grown = emb.extended(torch.tensor([[0.95, 0.05]], **tkwargs))
