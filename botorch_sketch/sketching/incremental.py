@@ -52,7 +52,7 @@ from gpytorch.kernels import Kernel
 from torch import Tensor
 
 from botorch_sketch.sketching.embedded import EmbeddedPoints, grow_rows
-from botorch_sketch.sketching.kernels import kernel_diagonal, kernel_matrix
+from botorch_sketch.sketching.kernels import kernel_matrix
 from botorch_sketch.sketching.kors import KORS
 from botorch_sketch.sketching.nystrom import NystromEmbedding
 from botorch_sketch.sketching.statistics import DTCStatistics
@@ -195,8 +195,7 @@ class IncrementalNystrom:
         """
         self._check_inputs(X)
         emb = self.embedding
-        rows = emb.kernel_rows(X)
-        prior = kernel_diagonal(self.kernel, X)
+        rows, prior = emb.kernel_rows_and_prior(X)
         Z = rows @ emb.root
         residual = emb.residual_variance(X, Z, prior_variance=prior)
         return Evaluation(
@@ -259,8 +258,7 @@ class IncrementalNystrom:
             k_xS, kdiag = evaluation.kernel_rows, evaluation.prior_variance
             z = evaluation.embedded
         else:
-            k_xS = self.embedding.kernel_rows(x)  # 1 x m
-            kdiag = kernel_diagonal(self.kernel, x)  # 1
+            k_xS, kdiag = self.embedding.kernel_rows_and_prior(x)  # 1 x m, 1
             z = k_xS @ self.embedding.root
         t = self.points.append(x, z, kdiag)
         if t == self._y.shape[0]:

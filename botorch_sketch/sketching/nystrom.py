@@ -76,6 +76,10 @@ def residual_variance(prior_variance: Tensor, Z: Tensor) -> Tensor:
 #: rows at m = 100 (forward and backward), the solve 2.2x faster at 2000 x 512.
 TRIANGULAR_SOLVE_MIN_ROWS = 1024
 
+#: Inputs up to which :meth:`NystromEmbedding.kernel_rows_and_prior` makes one
+#: kernel call for both parts: its extra ``n x n`` block stays small.
+FEW_ROWS = 64
+
 #: Smallest relative Cholesky pivot of ``K_SS`` taken without an eigendecomposition.
 WELL_CONDITIONED_PIVOT = 1e-6
 
@@ -245,6 +249,29 @@ class NystromEmbedding:
         rows = X.reshape(-1, X.shape[-1])
         K_XS = kernel_matrix(self.kernel, rows, self.inducing_points)
         return K_XS.reshape(*X.shape[:-1], self.num_inducing)
+
+    def kernel_rows_and_prior(self, X: Tensor) -> tuple[Tensor, Tensor]:
+        r"""``k_S(x)^T`` and the prior variances ``k(x, x)`` of a few inputs.
+
+        An online loop scores a handful of candidates a round, where each
+        gpytorch kernel call costs several times its arithmetic (0.16 ms for
+        the diagonal of 10 points against 0.43 ms for their 10 x 558 rows, RBF,
+        one thread). Up to :data:`FEW_ROWS` inputs both parts therefore come
+        from one call, ``k(X, [S; X])``: the rows are its first ``m`` columns
+        and the variances the diagonal of its last ``n``. More inputs take two
+        calls, which costs less than the ``n x n`` block.
+
+        Args:
+            X: A ``n x d`` tensor of (input-transformed) points.
+
+        Returns:
+            The ``n x m`` rows and the ``n`` prior variances.
+        """
+        n, m = X.shape[0], self.num_inducing
+        if n > FEW_ROWS:
+            return self.kernel_rows(X), kernel_diagonal(self.kernel, X)
+        both = kernel_matrix(self.kernel, X, torch.cat([self.inducing_points, X]))
+        return both[:, :m], both[:, m:].diagonal()
 
     def residual_variance(
         self,

@@ -1,10 +1,12 @@
 import pytest
 import torch
 from botorch.exceptions.errors import UnsupportedError
+from gpytorch.kernels import MaternKernel, ProductKernel, RBFKernel, ScaleKernel
 from helpers import rbf_kernel
 
-from botorch_sketch.sketching import NystromEmbedding
-from botorch_sketch.sketching.nystrom import TRIANGULAR_SOLVE_MIN_ROWS
+from botorch_sketch.sketching import NystromEmbedding, nystrom
+from botorch_sketch.sketching.kernels import kernel_diagonal
+from botorch_sketch.sketching.nystrom import FEW_ROWS, TRIANGULAR_SOLVE_MIN_ROWS
 
 
 def test_embedding_reproduces_nystrom_approximation(tkwargs):
@@ -178,3 +180,48 @@ def test_well_conditioned_sets_embed_by_a_triangular_solve_equal_to_the_root(
     assert duplicated._lower is None
     grown = emb.extended(torch.tensor([[0.95, 0.05]], **tkwargs))
     assert grown is not None and grown._lower is None
+
+
+@pytest.mark.parametrize("kind", ["rbf", "scaled-matern-ard", "product-active-dims"])
+def test_rows_and_prior_of_few_inputs_come_from_one_kernel_call(
+    tkwargs, monkeypatch, kind
+):
+    # Up to FEW_ROWS inputs, k(X, [S; X]) gives the rows and, on its diagonal,
+    # k(x, x); beyond, two calls. Both equal the separate calls.
+    if kind == "rbf":
+        k = rbf_kernel(0.3, outputscale=None)
+    elif kind == "scaled-matern-ard":
+        k = ScaleKernel(MaternKernel(nu=1.5, ard_num_dims=3))
+        k.base_kernel.lengthscale = torch.tensor([0.2, 0.5, 0.9])
+        k.outputscale = 2.5
+    else:
+        k = ProductKernel(
+            RBFKernel(active_dims=torch.tensor([0, 1])),
+            MaternKernel(nu=0.5, active_dims=torch.tensor([2])),
+        )
+    k = k.to(**tkwargs).requires_grad_(False)
+    g = torch.Generator().manual_seed(3)
+    S = torch.rand(9, 3, generator=g, dtype=tkwargs["dtype"]).to(**tkwargs)
+    calls = []
+    real = nystrom.kernel_matrix
+
+    def counted(*args, **kwargs):
+        calls.append(args[1].shape[0])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(nystrom, "kernel_matrix", counted)
+    for emb in (NystromEmbedding(k, S), NystromEmbedding(k, S[:0])):
+        for n in (1, 10, FEW_ROWS, FEW_ROWS + 1):
+            X = torch.rand(n, 3, generator=g, dtype=tkwargs["dtype"]).to(**tkwargs)
+            calls.clear()
+            rows, prior = emb.kernel_rows_and_prior(X)
+            # One call for few inputs; for more, the rows' own call (none
+            # when the set is empty) beside the diagonal's.
+            few = n <= FEW_ROWS
+            assert len(calls) == (1 if few else int(emb.num_inducing > 0))
+            m = emb.num_inducing
+            expected = real(k, X, S[:m]) if m else X.new_zeros(n, 0)
+            torch.testing.assert_close(rows, expected)
+            torch.testing.assert_close(
+                prior, kernel_diagonal(k, X), rtol=1e-13, atol=1e-13
+            )
