@@ -101,13 +101,32 @@ class OnlineRidge:
         y = torch.as_tensor(y, dtype=self.theta.dtype, device=self.theta.device)
         if not bool(torch.isfinite(x).all() and torch.isfinite(y).all()):
             raise InputDataError("Observation contains NaN or infinite values.")
-        self.posterior.update_one_(x, 0.0, float(y), self.noise_var)
-        self.n += 1
+        self._observe_checked(x, float(y))
 
     def observe_batch(self, X: Tensor, Y: Tensor) -> None:
-        r"""Observe the rows of ``X`` (``k x d``) with targets ``Y`` (``k``)."""
-        for x, y in zip(X, Y.reshape(-1), strict=True):
-            self.observe(x, y)
+        r"""Observe the rows of ``X`` (``k x d``) with targets ``Y`` (``k``).
+
+        The batch is checked once, not row by row: a bandit observes one row a
+        round, and two finiteness checks per row cost as much as the update at
+        ``d = 100``.
+        """
+        X = torch.as_tensor(X, dtype=self.theta.dtype, device=self.theta.device)
+        Y = torch.as_tensor(Y, dtype=self.theta.dtype, device=self.theta.device)
+        Y = Y.reshape(-1)
+        if X.ndim != 2 or X.shape != (Y.shape[0], self.dim):
+            raise InputDataError(
+                f"Expected k x {self.dim} features for k targets, got "
+                f"{tuple(X.shape)} and {Y.shape[0]} targets."
+            )
+        if not bool(torch.isfinite(X).all() and torch.isfinite(Y).all()):
+            raise InputDataError("Observations contain NaN or infinite values.")
+        for x, y in zip(X, Y.tolist(), strict=True):
+            self._observe_checked(x, y)
+
+    def _observe_checked(self, x: Tensor, y: float) -> None:
+        # A finite ``d`` tensor in the solver's dtype and device, a finite float.
+        self.posterior.update_one_(x, 0.0, y, self.noise_var)
+        self.n += 1
 
     def quadratic_forms(self, X: Tensor) -> Tensor:
         r"""``x^T (A_n + lambda I)^{-1} x`` for the rows of a ``... x d`` tensor."""

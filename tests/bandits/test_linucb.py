@@ -2,6 +2,7 @@ import pytest
 import torch
 from botorch.exceptions.errors import InputDataError, UnsupportedError
 
+from botorch_sketch.bandits import linucb
 from botorch_sketch.bandits.fixed_arms import FixedArmSet
 from botorch_sketch.bandits.linear_environments import sphere_arms_environment
 from botorch_sketch.bandits.linucb import LinUCB, SGDLinUCB
@@ -119,6 +120,31 @@ def test_bad_input(tkwargs):
         wrapped.select(2)
     with pytest.raises(InputDataError):
         wrapped.update(torch.tensor([5]), torch.ones(1, **tkwargs))
+
+
+def test_linucb_checks_an_unchanged_arm_set_once(tkwargs, monkeypatch):
+    # Checked on the first round, not again while the same tensor comes back
+    # unmodified; a write in place (a new version) is checked again.
+    checks = []
+    real = linucb._check_candidates
+
+    def counted(candidates, dim):
+        checks.append(candidates.shape)
+        real(candidates, dim)
+
+    monkeypatch.setattr(linucb, "_check_candidates", counted)
+    policy = LinUCB(3)
+    arms = torch.eye(3, **tkwargs)
+    for _ in range(4):
+        i = policy.select(arms)
+        policy.update(arms[i : i + 1], torch.ones(1, **tkwargs))
+    assert len(checks) == 1
+    arms[1, 2] = float("nan")
+    with pytest.raises(InputDataError):
+        policy.select(arms)
+    other = torch.eye(3, **tkwargs)
+    policy.select(other)
+    assert len(checks) == 3
 
 
 def test_sgd_linucb_notices_candidates_written_in_place():
