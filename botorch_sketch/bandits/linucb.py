@@ -106,6 +106,17 @@ class _RowLocator:
         return k if rest == 0 and 0 <= k < self.num_rows else -1
 
 
+def _version(tensor: Tensor) -> int | None:
+    r"""``tensor``'s version counter, or None for an inference tensor (none kept).
+
+    The policies check an arm set once and skip the check while the same tensor
+    comes back with the same version; a tensor made under
+    ``torch.inference_mode()`` has no counter (reading it raises), so it is
+    checked every time it is passed.
+    """
+    return None if tensor.is_inference() else tensor._version
+
+
 def _check_width(width: float) -> None:
     # A NaN width made every score NaN (and arm 0 always played); a negative
     # one turns exploration into avoidance. KernelUCB rejects both too.
@@ -165,7 +176,7 @@ class LinUCB(ContextualPolicy):
         # set comes back unchanged every round and is checked once, as
         # SGDLinUCB does (the check cost a quarter of a round at d = 100).
         self._checked: Tensor | None = None
-        self._checked_version = -1
+        self._checked_version: int | None = -1
 
     @property
     def theta(self) -> Tensor:
@@ -174,13 +185,15 @@ class LinUCB(ContextualPolicy):
 
     def scores(self, candidates: Tensor) -> Tensor:
         r"""The upper confidence bounds of ``C x d`` candidates (``C``)."""
+        version = _version(candidates)
         if (
             candidates is not self._checked
-            or candidates._version != self._checked_version
+            or version is None
+            or version != self._checked_version
         ):
             _check_candidates(candidates, self.dim)
             self._checked = candidates
-            self._checked_version = candidates._version
+            self._checked_version = version
         candidates = candidates.to(self.solver.theta)
         widths = self.solver.quadratic_forms(candidates).clamp_min(0).sqrt()
         return candidates @ self.solver.theta + self.width * widths
@@ -295,7 +308,7 @@ class SGDLinUCB(ContextualPolicy):
         self._like = self.solver.unscaled_theta
         # The candidates last scored, as passed, and their version counter.
         self._candidates: Tensor | None = None
-        self._candidates_version = -1
+        self._candidates_version: int | None = -1
         self._arm_rows: tuple[Tensor, ...] | None = None
         self._updates_on_target = 0
 
@@ -396,14 +409,16 @@ class SGDLinUCB(ContextualPolicy):
         # The arm set of a fixed-arm run comes back as the same tensor every
         # round, unmodified (its version counter says so), and was checked the
         # first time.
+        version = _version(candidates)
         if (
             candidates is not self._candidates
-            or candidates._version != self._candidates_version
+            or version is None
+            or version != self._candidates_version
         ):
             _check_candidates(candidates, self.dim)
             self._retarget(candidates.to(self._like))
             self._candidates = candidates
-            self._candidates_version = candidates._version
+            self._candidates_version = version
             self._locator = _RowLocator(candidates)
         if self.arm_set is not None:
             return self.arm_set.scaled_scores(self.width)
@@ -459,10 +474,13 @@ class SGDLinUCB(ContextualPolicy):
         reward = float(rewards)
         k = -1
         candidates = self._candidates
+        # An inference tensor (no version counter) may have been written since
+        # ``select``: its pulls take the general route, which reads the values.
         if (
             candidates is not None
-            and candidates._version == self._candidates_version
             and math.isfinite(reward)
+            and (version := _version(candidates)) is not None
+            and version == self._candidates_version
         ):
             k = self._locator.index(features)
             if k >= 0 and self.arm_set is not None:

@@ -186,3 +186,36 @@ def test_sgd_linucb_on_a_fixed_arm_set_stores_no_feature_copies():
     assert inner.solver.n == 30 and inner.solver._num_copied == 0
     storages = {row.untyped_storage().data_ptr() for row in inner.solver._rows}
     assert len(storages) == 1
+
+
+@pytest.mark.parametrize("cls", [LinUCB, SGDLinUCB])
+def test_arms_made_in_inference_mode_are_checked_every_round(cls, tkwargs):
+    # Inference tensors keep no version counter (reading it raised a
+    # RuntimeError); they are checked whenever they are passed, and the
+    # policy plays as it does on an ordinary copy of the same arms.
+    env = sphere_arms_environment(4, 6, 0.1, generator=torch.Generator().manual_seed(0))
+    with torch.inference_mode():
+        frozen = env.arms.to(**tkwargs).clone()
+    arms = env.arms.to(**tkwargs).clone()
+    noise = 0.1 * torch.randn(30, generator=torch.Generator().manual_seed(1))
+
+    def play(policy, arms):
+        picks = []
+        for t in range(30):
+            i = int(policy.select(arms))
+            picks.append(i)
+            reward = (env.means[i] + noise[t]).reshape(1).to(**tkwargs)
+            policy.update(arms[i : i + 1], reward)
+        return picks
+
+    def build():
+        kwargs = {"generator": torch.Generator().manual_seed(2)}
+        return cls(6, **({} if cls is LinUCB else kwargs), **tkwargs)
+
+    reference, policy = build(), build()
+    assert play(policy, frozen) == play(reference, arms)
+    torch.testing.assert_close(policy.theta, reference.theta, rtol=1e-9, atol=1e-12)
+    with torch.inference_mode():
+        frozen[2, 0] = float("nan")
+        with pytest.raises(InputDataError, match="NaN or infinite"):
+            policy.select(frozen)
