@@ -170,6 +170,8 @@ class OnlineKernelUCB(ContextualPolicy):
                 f"Expected a non-empty C x {d} tensor of states, got shape "
                 f"{tuple(X.shape)}."
             )
+        if not X.is_floating_point():
+            raise InputDataError(f"States must be floating point, got {X.dtype}.")
 
 
 class KernelUCB(OnlineKernelUCB):

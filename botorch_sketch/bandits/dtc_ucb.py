@@ -81,6 +81,21 @@ def _check_dictionary(dictionary: Tensor | list[int], num_arms: int) -> Tensor:
     return index.long()
 
 
+def _check_kernel_like_arms(kernel: Kernel, arms: Tensor) -> None:
+    # float32 arms under a float64 kernel mixed dtypes in the arms' tracked
+    # means and variances, and failed later inside ``addmv``. (A float32
+    # kernel on float64 arms computes in float64, as torch promotes.)
+    bits = torch.finfo(arms.dtype).bits
+    for name, value in kernel.named_parameters():
+        wider = value.is_floating_point() and torch.finfo(value.dtype).bits > bits
+        if wider or value.device != arms.device:
+            raise InputDataError(
+                f"The arms are {arms.dtype} on {arms.device} but the kernel's "
+                f"{name} is {value.dtype} on {value.device}: move one to the "
+                f"other (``arms.to(...)`` or ``kernel.to(...)``)."
+            )
+
+
 class DTCUCB(FiniteArmPolicy):
     r"""UCB with a DTC posterior on a fixed dictionary of arms."""
 
@@ -162,6 +177,7 @@ class DTCUCB(FiniteArmPolicy):
             raise InputDataError(
                 f"rkhs_norm must be finite and non-negative, got {rkhs_norm}."
             )
+        _check_kernel_like_arms(kernel, arms)
         self.kernel = kernel
         self.noise_var = float(noise_var)
         self.beta = beta

@@ -416,7 +416,8 @@ class SGDLinUCB(ContextualPolicy):
             or version != self._candidates_version
         ):
             _check_candidates(candidates, self.dim)
-            self._retarget(candidates.to(self._like))
+            # Detached: the tracked state is updated in place, with ``out=``.
+            self._retarget(candidates.detach().to(self._like))
             self._candidates = candidates
             self._candidates_version = version
             self._locator = _RowLocator(candidates)

@@ -60,6 +60,11 @@ class FiniteArmPolicy(_PolicyBase, ABC):
             raise InputDataError(
                 f"arms must be a non-empty A x d tensor, got shape {tuple(arms.shape)}."
             )
+        if not arms.is_floating_point():
+            # Integer features failed inside torch (``finfo``, ``rand``).
+            raise InputDataError(
+                f"arms must be a floating point tensor, got {arms.dtype}."
+            )
         if not bool(torch.isfinite(arms).all()):
             raise InputDataError("arms contain NaN or infinite values.")
         self.arms = arms

@@ -341,10 +341,14 @@ class TrackedCandidates(EmbeddedPoints):
 
     def apply(self, update: RankUpdate) -> None:
         r"""Follow a rank-``q`` update of the posterior in ``O(A m q)``."""
-        c = self.product(update.P)  # A x q
-        W = torch.linalg.solve_triangular(update.chol, c.mT, upper=False)
+        # The posterior's algebra runs in float64; the arms' tensors may not.
+        P, chol, coefficients = (
+            t.to(self.Z) for t in (update.P, update.chol, update.coefficients)
+        )
+        c = self.product(P)  # A x q
+        W = torch.linalg.solve_triangular(chol, c.mT, upper=False)
         self.variance = (self.variance - W.pow(2).sum(0)).clamp_min(0)
-        self.mean = self.mean + c @ update.coefficients
+        self.mean = self.mean + c @ coefficients
 
     def extend_embedding(self, embedding: NystromEmbedding) -> Tensor:
         r"""Add the new coordinate of ``embedding`` (grown by one point).

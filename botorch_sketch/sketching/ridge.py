@@ -110,9 +110,9 @@ class OnlineRidge:
         round, and two finiteness checks per row cost as much as the update at
         ``d = 100``.
         """
-        X = torch.as_tensor(X, dtype=self.theta.dtype, device=self.theta.device)
-        Y = torch.as_tensor(Y, dtype=self.theta.dtype, device=self.theta.device)
-        Y = Y.reshape(-1)
+        like = {"dtype": self.theta.dtype, "device": self.theta.device}
+        X = torch.as_tensor(X, **like).detach()
+        Y = torch.as_tensor(Y, **like).detach().reshape(-1)
         if X.ndim != 2 or X.shape != (Y.shape[0], self.dim):
             raise InputDataError(
                 f"Expected k x {self.dim} features for k targets, got "

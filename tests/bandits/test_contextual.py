@@ -168,3 +168,10 @@ def test_validation():
         KernelUCB(rbf_kernel(0.1), 1.0, 6, beta=-1.0)
     with pytest.raises(InputDataError):
         CBBKB(rbf_kernel(0.1), 1.0, 6, threshold=0.5)
+
+
+def test_integer_states_are_named():
+    kernel = RBFKernel().double()
+    policy = EKUCB(kernel, 0.1, 2)
+    with pytest.raises(InputDataError, match="floating point, got torch.int64"):
+        policy.select(torch.ones(5, 2, dtype=torch.long))

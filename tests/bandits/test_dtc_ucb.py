@@ -99,3 +99,43 @@ def test_held_pulls_are_a_cpu_default():
     assert DTCUCB.lazy_by_default(many, torch.device("cpu"))
     assert not DTCUCB.lazy_by_default(many - 1, torch.device("cpu"))
     assert not DTCUCB.lazy_by_default(many, torch.device("cuda"))
+
+
+def test_arms_must_be_floating_and_no_narrower_than_the_kernel():
+    arms = torch.rand(30, 2, dtype=torch.double)
+    kernel = RBFKernel().double()
+    # Integer features failed inside torch (finfo); float32 arms under a
+    # float64 kernel failed inside addmv once pulled.
+    with pytest.raises(InputDataError, match="floating point tensor, got torch.int64"):
+        DTCUCB((10 * arms).long(), kernel, 0.1)
+    with pytest.raises(InputDataError, match="float32 on cpu but the kernel's raw_le"):
+        DTCUCB(arms.float(), kernel, 0.1)
+    # A float32 kernel on float64 arms computes in float64, as torch promotes.
+    DTCUCB(arms, RBFKernel(), 0.1)
+
+
+def test_float32_arms_take_batches_like_float64_ones():
+    # The weight posterior runs in float64; a rank-q update of float32 arms
+    # mixed the two (a RuntimeError inside the product).
+    g = torch.Generator().manual_seed(0)
+    arms = torch.rand(30, 2, generator=g, dtype=torch.double)
+    rewards = torch.rand(30, generator=g, dtype=torch.double)
+    policies = {
+        dtype: DTCUCB(arms.to(dtype), RBFKernel().to(dtype), 0.1, dictionary=[1, 7, 20])
+        for dtype in (torch.float32, torch.float64)
+    }
+    pulls = torch.tensor([3, 11, 25])
+    for dtype, policy in policies.items():
+        policy.update(pulls, rewards[pulls].to(dtype))
+        policy.select(3)
+    single, double = policies[torch.float32], policies[torch.float64]
+    assert single.candidates.variance.dtype == torch.float32
+    torch.testing.assert_close(
+        single.candidates.variance.double(),
+        double.candidates.variance,
+        atol=1e-5,
+        rtol=0,
+    )
+    torch.testing.assert_close(
+        single.candidates.mean.double(), double.candidates.mean, atol=1e-5, rtol=0
+    )

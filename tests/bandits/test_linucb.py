@@ -219,3 +219,19 @@ def test_arms_made_in_inference_mode_are_checked_every_round(cls, tkwargs):
         frozen[2, 0] = float("nan")
         with pytest.raises(InputDataError, match="NaN or infinite"):
             policy.select(frozen)
+
+
+def test_sgd_linucb_plays_arms_that_require_grad_like_detached_ones(tkwargs):
+    # Its tracked state is written with ``out=``, which autograd refuses.
+    env = sphere_arms_environment(4, 6, 0.1, generator=torch.Generator().manual_seed(0))
+    arms = env.arms.to(**tkwargs)
+    picks = []
+    for candidates in (arms.clone().requires_grad_(True), arms.clone()):
+        policy = SGDLinUCB(6, generator=torch.Generator().manual_seed(1), **tkwargs)
+        run = []
+        for _ in range(20):
+            i = int(policy.select(candidates))
+            run.append(i)
+            policy.update(candidates[i : i + 1], env.means[i].reshape(1).to(**tkwargs))
+        picks.append(run)
+    assert picks[0] == picks[1]
