@@ -41,7 +41,11 @@ from botorch.exceptions.errors import InputDataError
 from gpytorch.kernels import Kernel
 from torch import Tensor
 
-from botorch_sketch.bandits.policy import FiniteArmPolicy, argmax_first
+from botorch_sketch.bandits.policy import (
+    FiniteArmPolicy,
+    argmax_first,
+    checked_count,
+)
 from botorch_sketch.deprecation import renamed_attribute, renamed_keywords
 from botorch_sketch.sketching.chunks import chunk_size_for, row_chunks
 from botorch_sketch.sketching.confidence import WidthForm, bkb_width
@@ -269,8 +273,7 @@ class DTCUCB(FiniteArmPolicy):
 
     def select(self, q: int = 1) -> Tensor:
         r"""Choose ``q`` arms greedily, hallucinating the earlier ones' pulls."""
-        if q < 1:
-            raise InputDataError(f"q must be at least 1, got {q}.")
+        q = checked_count(q, "q")
         if q == 1 and self.num_observations > 0:
             # No tensor here requires grad: no ``no_grad`` context to enter.
             return self._select_one()

@@ -23,7 +23,11 @@ from botorch_sketch.bandits.environments import (
     ContextualEnvironment,
     FiniteArmEnvironment,
 )
-from botorch_sketch.bandits.policy import ContextualPolicy, FiniteArmPolicy
+from botorch_sketch.bandits.policy import (
+    ContextualPolicy,
+    FiniteArmPolicy,
+    checked_count,
+)
 
 
 @dataclass
@@ -113,6 +117,7 @@ class _PolicyClock:
 
 
 def _steps(trace: BanditTrace, num_steps: int, progress: bool) -> range:
+    num_steps = checked_count(num_steps, "num_steps", minimum=0)
     return tqdm(range(num_steps), desc=trace.name, disable=not progress, leave=False)
 
 

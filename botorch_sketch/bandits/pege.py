@@ -39,7 +39,7 @@ import torch
 from botorch.exceptions.errors import InputDataError
 from torch import Tensor
 
-from botorch_sketch.bandits.policy import _PolicyBase
+from botorch_sketch.bandits.policy import _PolicyBase, checked_count
 from botorch_sketch.sketching.sgd import HarmonicStep, Schedule, SGDLeastSquares
 
 
@@ -104,6 +104,7 @@ class _SpherePEGE(_PolicyBase):
     def select(self, q: int = 1) -> Tensor:
         r"""The next ``q`` actions of the schedule (``q x d``)."""
         rows = []
+        q = checked_count(q, "q")
         for _ in range(q):
             j = self._select_clock.tick()
             rows.append(self.basis[j] if j >= 0 else self.greedy())

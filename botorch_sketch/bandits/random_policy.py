@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from botorch_sketch.bandits.policy import FiniteArmPolicy
+from botorch_sketch.bandits.policy import FiniteArmPolicy, checked_count
 
 
 class RandomPolicy(FiniteArmPolicy):
@@ -16,6 +16,7 @@ class RandomPolicy(FiniteArmPolicy):
 
     def select(self, q: int = 1) -> Tensor:
         """Draw ``q`` arms uniformly with replacement."""
+        q = checked_count(q, "q")
         device = self.generator.device if self.generator is not None else "cpu"
         idx = torch.randint(
             self.num_arms, (q,), generator=self.generator, device=device

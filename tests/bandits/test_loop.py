@@ -1,8 +1,15 @@
 import pytest
 import torch
 from botorch.exceptions.errors import InputDataError
+from gpytorch.kernels import RBFKernel
 
-from botorch_sketch.bandits import FiniteArmEnvironment, plot_traces, run_finite
+from botorch_sketch.bandits import (
+    BKB,
+    PEGE,
+    FiniteArmEnvironment,
+    plot_traces,
+    run_finite,
+)
 from botorch_sketch.bandits.random_policy import RandomPolicy
 
 
@@ -41,3 +48,26 @@ def test_policy_rejects_bad_feedback():
         policy.update(torch.tensor([1.0]), torch.tensor([1.0]))
     with pytest.raises(InputDataError, match="A x d"):
         RandomPolicy(torch.rand(10))
+
+
+def test_counts_are_integers_and_steps_are_not_negative():
+    # A float count failed inside ``range`` (TypeError); a negative number of
+    # steps ran none, silently.
+    env = FiniteArmEnvironment.linear(
+        num_arms=20, generator=torch.Generator().manual_seed(0)
+    )
+    policies = [
+        RandomPolicy(env.arms, generator=torch.Generator().manual_seed(1)),
+        BKB(env.arms, RBFKernel().double(), 0.1),
+        PEGE(3),
+    ]
+    for policy in policies:
+        for q in (0, -2, 1.5, True, "2"):
+            with pytest.raises(InputDataError, match="q must be an integer of at"):
+                policy.select(q)
+        # Any integer type is a count (NumPy's, a 0-dim tensor's index).
+        assert len(policy.select(torch.tensor(2))) == 2
+    for num_steps in (-3, 2.5):
+        with pytest.raises(InputDataError, match="num_steps must be an integer"):
+            run_finite(policies[0], env, num_steps, progress=False)
+    assert run_finite(policies[0], env, 0, progress=False).num_steps == 0
