@@ -42,6 +42,8 @@ References:
 
 from __future__ import annotations
 
+import math
+
 import torch
 from botorch.exceptions.errors import BotorchTensorDimensionError, InputDataError
 from gpytorch.kernels import Kernel
@@ -94,7 +96,7 @@ class OnlineKernelUCB(ContextualPolicy):
             generator: The random generator.
         """
         super().__init__(generator=generator)
-        if beta < 0:
+        if not (math.isfinite(beta) and beta >= 0):
             raise InputDataError(f"beta must be non-negative, got {beta}.")
         self.beta = float(beta)
         self.noise_var = float(noise_var)
@@ -131,6 +133,9 @@ class OnlineKernelUCB(ContextualPolicy):
         self._check(candidates)
         self._played = None
         if self.model.num_observations == 0:
+            # No model to evaluate them yet, which would have checked them.
+            if not bool(torch.isfinite(candidates).all()):
+                raise InputDataError("Candidates contain NaN or infinite values.")
             u = self._uniform(1, candidates)
             return (
                 (u * candidates.shape[0]).long().clamp(max=candidates.shape[0] - 1)[0]
@@ -292,7 +297,7 @@ class CBBKB(CBKB):
             **kwargs: Passed to :class:`CBKB`.
         """
         super().__init__(kernel, noise_var, dim, **kwargs)
-        if threshold < 1:
+        if not (1 <= threshold < math.inf):
             raise InputDataError(f"threshold must be at least 1, got {threshold}.")
         self.threshold = float(threshold)
         self._accumulated = 1.0

@@ -281,6 +281,8 @@ class SGDLinUCB(ContextualPolicy):
             device: The device.
         """
         super().__init__(generator=generator)
+        if dim < 1:
+            raise InputDataError(f"dim must be at least 1, got {dim}.")
         if tracking_steps < 0 or steps_per_update < 1:
             raise InputDataError(
                 "need tracking_steps >= 0 and steps_per_update >= 1, got "

@@ -44,6 +44,7 @@ References:
 
 from __future__ import annotations
 
+import math
 from typing import Literal, NamedTuple
 
 import torch
@@ -108,8 +109,12 @@ class IncrementalNystrom:
             dtype: The floating point type.
             device: The device.
         """
-        if noise_var <= 0:
-            raise InputDataError(f"noise_var must be positive, got {noise_var}.")
+        if not (0 < noise_var < math.inf):
+            raise InputDataError(
+                f"noise_var must be finite and positive, got {noise_var}."
+            )
+        if dim < 1:
+            raise InputDataError(f"dim must be at least 1, got {dim}.")
         if not (isinstance(rule, KORS) or rule in ("all", "none")):
             raise InputDataError(f"rule must be a KORS, 'all' or 'none'; got {rule!r}.")
         if refactorise_every < 1:

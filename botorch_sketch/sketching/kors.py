@@ -106,7 +106,8 @@ class KORS(BernoulliRule):
                 ``0.001`` to ``0.1``.
             generator: The random generator of the Bernoulli draws.
         """
-        if mu <= 0 or epsilon < 0 or gamma <= 0:
+        # Written so that NaN fails too (it passed ``<=`` tests).
+        if not (0 < mu < math.inf and 0 <= epsilon < math.inf and 0 < gamma < math.inf):
             raise InputDataError(
                 f"KORS needs mu > 0, epsilon >= 0, gamma > 0; got mu={mu}, "
                 f"epsilon={epsilon}, gamma={gamma}."

@@ -175,3 +175,29 @@ def test_integer_states_are_named():
     policy = EKUCB(kernel, 0.1, 2)
     with pytest.raises(InputDataError, match="floating point, got torch.int64"):
         policy.select(torch.ones(5, 2, dtype=torch.long))
+
+
+@pytest.mark.parametrize(
+    "build, match",
+    [
+        (lambda k: EKUCB(k, 1.0, 2, gamma=float("nan")), "KORS needs"),
+        (lambda k: EKUCB(k, 1.0, 2, mu=float("inf")), "KORS needs"),
+        (lambda k: EKUCB(k, 1.0, 2, beta=float("nan")), "beta must be"),
+        (lambda k: KernelUCB(k, float("nan"), 2), "noise_var must be finite"),
+        (lambda k: KernelUCB(k, float("inf"), 2), "noise_var must be finite"),
+        (lambda k: KernelUCB(k, 1.0, 0), "dim must be at least 1"),
+        (lambda k: CBBKB(k, 1.0, 2, threshold=float("nan")), "threshold must be"),
+    ],
+)
+def test_nan_and_infinite_settings_are_named(build, match):
+    # Each passed a ``<=`` test and ran with NaN scores or no dictionary rule.
+    with pytest.raises(InputDataError, match=match):
+        build(RBFKernel().double())
+
+
+def test_first_round_candidates_are_checked():
+    # The first round draws uniformly without evaluating the candidates, so
+    # NaN ones were played and refused only at the update.
+    policy = EKUCB(RBFKernel().double(), 1.0, 2)
+    with pytest.raises(InputDataError, match="NaN or infinite"):
+        policy.select(torch.full((4, 2), float("nan"), dtype=torch.double))

@@ -235,3 +235,9 @@ def test_sgd_linucb_plays_arms_that_require_grad_like_detached_ones(tkwargs):
             policy.update(candidates[i : i + 1], env.means[i].reshape(1).to(**tkwargs))
         picks.append(run)
     assert picks[0] == picks[1]
+
+
+def test_sgd_linucb_names_a_bad_dimension():
+    # It was named as its step schedule's constant ("c must be positive").
+    with pytest.raises(InputDataError, match="dim must be at least 1, got 0"):
+        SGDLinUCB(0)
