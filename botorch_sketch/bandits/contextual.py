@@ -97,7 +97,7 @@ class OnlineKernelUCB(ContextualPolicy):
         """
         super().__init__(generator=generator)
         if not (math.isfinite(beta) and beta >= 0):
-            raise InputDataError(f"beta must be non-negative, got {beta}.")
+            raise InputDataError(f"beta must be finite and non-negative, got {beta}.")
         self.beta = float(beta)
         self.noise_var = float(noise_var)
         self.model = IncrementalNystrom(

@@ -117,6 +117,14 @@ def _version(tensor: Tensor) -> int | None:
     return None if tensor.is_inference() else tensor._version
 
 
+def _unchanged(
+    candidates: Tensor, last: Tensor | None, last_version: int | None
+) -> bool:
+    r"""Whether ``candidates`` is ``last``, not written since ``last_version``."""
+    version = _version(candidates)
+    return candidates is last and version is not None and version == last_version
+
+
 def _check_width(width: float) -> None:
     # A NaN width made every score NaN (and arm 0 always played); a negative
     # one turns exploration into avoidance. KernelUCB rejects both too.
@@ -185,15 +193,10 @@ class LinUCB(ContextualPolicy):
 
     def scores(self, candidates: Tensor) -> Tensor:
         r"""The upper confidence bounds of ``C x d`` candidates (``C``)."""
-        version = _version(candidates)
-        if (
-            candidates is not self._checked
-            or version is None
-            or version != self._checked_version
-        ):
+        if not _unchanged(candidates, self._checked, self._checked_version):
             _check_candidates(candidates, self.dim)
             self._checked = candidates
-            self._checked_version = version
+            self._checked_version = _version(candidates)
         candidates = candidates.to(self.solver.theta)
         widths = self.solver.quadratic_forms(candidates).clamp_min(0).sqrt()
         return candidates @ self.solver.theta + self.width * widths
@@ -411,17 +414,12 @@ class SGDLinUCB(ContextualPolicy):
         # The arm set of a fixed-arm run comes back as the same tensor every
         # round, unmodified (its version counter says so), and was checked the
         # first time.
-        version = _version(candidates)
-        if (
-            candidates is not self._candidates
-            or version is None
-            or version != self._candidates_version
-        ):
+        if not _unchanged(candidates, self._candidates, self._candidates_version):
             _check_candidates(candidates, self.dim)
             # Detached: the tracked state is updated in place, with ``out=``.
             self._retarget(candidates.detach().to(self._like))
             self._candidates = candidates
-            self._candidates_version = version
+            self._candidates_version = _version(candidates)
             self._locator = _RowLocator(candidates)
         if self.arm_set is not None:
             return self.arm_set.scaled_scores(self.width)
@@ -482,8 +480,7 @@ class SGDLinUCB(ContextualPolicy):
         if (
             candidates is not None
             and math.isfinite(reward)
-            and (version := _version(candidates)) is not None
-            and version == self._candidates_version
+            and _unchanged(candidates, candidates, self._candidates_version)
         ):
             k = self._locator.index(features)
             if k >= 0 and self.arm_set is not None:
