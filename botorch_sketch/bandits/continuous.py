@@ -39,7 +39,7 @@ from torch.quasirandom import SobolEngine
 from botorch_sketch.acquisition.contextual_ucb import ucb_action
 from botorch_sketch.bandits.contextual import OnlineKernelUCB
 from botorch_sketch.bandits.continuous_environments import check_action_bounds
-from botorch_sketch.bandits.policy import argmax_first
+from botorch_sketch.bandits.policy import argmax_first, checked_count
 
 
 class ContinuousActionUCB:
@@ -88,8 +88,7 @@ class ContinuousActionUCB:
                 "context remains."
             )
         bounds = action_bounds.to(dtype=policy.model.X.dtype)
-        if grid_size < 1:
-            raise InputDataError(f"grid_size must be at least 1, got {grid_size}.")
+        grid_size = checked_count(grid_size, "grid_size")
         self.policy = policy
         self.action_bounds = bounds
         self.generator = generator
@@ -200,4 +199,8 @@ class ContinuousActionUCB:
                 f"context must be a tensor of length {c}, got shape "
                 f"{tuple(context.shape)}."
             )
+        # A NaN context was played uniformly in the first round (no model to
+        # evaluate it) and scored NaN after it.
+        if not bool(torch.isfinite(context).all()):
+            raise InputDataError("context contains NaN or infinite values.")
         return context.to(self.action_bounds)

@@ -244,6 +244,9 @@ def test_bad_inputs_raise():
         ContinuousActionUCB(policy, torch.tensor([[0.0] * 6, [1.0] * 6]))
     with pytest.raises(InputDataError, match="grid_size"):
         ContinuousActionUCB(policy, UNIT, grid_size=0)
+    # A float count failed inside the Sobol engine (TypeError).
+    with pytest.raises(InputDataError, match="grid_size must be an integer"):
+        ContinuousActionUCB(policy, UNIT, grid_size=1.5)
     with pytest.raises(InputDataError, match="OnlineKernelUCB"):
         ContinuousActionUCB(object(), UNIT)
     wrapper = ContinuousActionUCB(policy, UNIT)
@@ -251,6 +254,10 @@ def test_bad_inputs_raise():
         wrapper.select(torch.zeros(4, dtype=torch.double))
     with pytest.raises(InputDataError, match="context must be a tensor of length 5"):
         wrapper.select(torch.zeros(1, 5, dtype=torch.double))
+    # First round included, where no model evaluated it: a uniform action.
+    nan_context = torch.tensor([0.1, float("nan"), 0.2, 0.3, 0.4], dtype=torch.double)
+    with pytest.raises(InputDataError, match="context contains NaN or infinite"):
+        wrapper.select(nan_context)
     with pytest.raises(InputDataError, match="States must end in 6"):
         wrapper.update(torch.zeros(5, dtype=torch.double), torch.zeros(1))
     with pytest.raises(InputDataError, match="2 x action_dim"):
