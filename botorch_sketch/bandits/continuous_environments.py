@@ -81,8 +81,6 @@ class ContinuousActionEnvironment(NoisyRewards, ABC):
         if context_dim < 1:
             raise InputDataError(f"context_dim must be positive, got {context_dim}.")
         check_action_bounds(action_bounds)
-        if noise_std < 0:
-            raise InputDataError(f"noise_std must be non-negative, got {noise_std}.")
         self.context_dim = context_dim
         self.action_bounds = action_bounds.double()
 

@@ -14,6 +14,7 @@ r"""Bandit environments with known expected rewards, so regret can be booked.
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 
 import torch
@@ -29,6 +30,15 @@ from botorch_sketch.sketching.nystrom import NystromEmbedding
 
 def _seed_from(generator: torch.Generator | None) -> int:
     return int(torch.randint(2**31 - 1, (1,), generator=generator))
+
+
+def check_noise_std(noise_std: float) -> float:
+    r"""``noise_std`` as a float, if finite and non-negative (NaN passed ``< 0``)."""
+    if not (0 <= noise_std < math.inf):
+        raise InputDataError(
+            f"noise_std must be finite and non-negative, got {noise_std}."
+        )
+    return float(noise_std)
 
 
 def with_noise(
@@ -78,8 +88,9 @@ class FiniteArmEnvironment:
                 f"arms must be A x d and means A, got {tuple(arms.shape)} and "
                 f"{tuple(means.shape)}."
             )
-        if noise_std < 0:
-            raise InputDataError(f"noise_std must be non-negative, got {noise_std}.")
+        if not bool(torch.isfinite(means).all()):
+            raise InputDataError("means contain NaN or infinite values.")
+        check_noise_std(noise_std)
         self.arms = arms
         self.means = means
         self.noise_std = float(noise_std)
@@ -199,7 +210,7 @@ class NoisyRewards:
 
     def __init__(self, noise_std: float, generator: torch.Generator | None) -> None:
         r"""Store the reward noise and the random generator."""
-        self.noise_std = noise_std
+        self.noise_std = check_noise_std(noise_std)
         self.generator = generator
 
     def noisy(self, expected: Tensor) -> Tensor:

@@ -21,7 +21,11 @@ import torch
 from botorch.exceptions.errors import InputDataError
 from torch import Tensor
 
-from botorch_sketch.bandits.environments import FiniteArmEnvironment, with_noise
+from botorch_sketch.bandits.environments import (
+    FiniteArmEnvironment,
+    check_noise_std,
+    with_noise,
+)
 
 
 def _unit(v: Tensor) -> Tensor:
@@ -87,10 +91,13 @@ class SphereEnvironment:
             noise_std: The standard deviation of the reward noise.
             generator: The random generator of the reward noise.
         """
-        if theta.ndim != 1 or not bool(torch.isfinite(theta).all()):
-            raise InputDataError("theta must be a finite d tensor.")
-        if noise_std < 0:
-            raise InputDataError(f"noise_std must be non-negative, got {noise_std}.")
+        if (
+            theta.ndim != 1
+            or theta.numel() == 0
+            or not bool(torch.isfinite(theta).all())
+        ):
+            raise InputDataError("theta must be a finite d tensor, d >= 1.")
+        check_noise_std(noise_std)
         self.theta = theta
         self.noise_std = float(noise_std)
         self.generator = generator

@@ -4,7 +4,7 @@ from botorch.exceptions.errors import InputDataError
 from botorch.test_functions import Hartmann
 from gpytorch.kernels import RBFKernel
 
-from botorch_sketch.bandits import FiniteArmEnvironment
+from botorch_sketch.bandits import Bump, FiniteArmEnvironment, SphereEnvironment
 
 
 def test_gp_sample_matches_prior_covariance_at_centres(tkwargs):
@@ -65,3 +65,17 @@ def test_bad_environment_input(tkwargs):
         FiniteArmEnvironment(torch.rand(5, 2), torch.rand(4), 0.1)
     with pytest.raises(InputDataError, match="noise_std"):
         FiniteArmEnvironment(torch.rand(5, 2), torch.rand(5), -1.0)
+
+
+def test_environment_settings_that_passed_comparisons_are_named():
+    # NaN passed ``noise_std < 0``; NaN means and an empty theta were kept.
+    arms = torch.rand(4, 2, dtype=torch.double)
+    with pytest.raises(InputDataError, match="means contain NaN"):
+        FiniteArmEnvironment(arms, torch.tensor([0.0, float("nan"), 1.0, 2.0]), 0.1)
+    for noise in (float("nan"), float("inf"), -1.0):
+        with pytest.raises(InputDataError, match="noise_std must be finite"):
+            FiniteArmEnvironment(arms, torch.zeros(4, dtype=torch.double), noise)
+        with pytest.raises(InputDataError, match="noise_std must be finite"):
+            Bump(noise_std=noise)
+    with pytest.raises(InputDataError, match="theta must be a finite d tensor"):
+        SphereEnvironment.random(0)
