@@ -90,10 +90,9 @@ class FiniteArmEnvironment:
             )
         if not bool(torch.isfinite(means).all()):
             raise InputDataError("means contain NaN or infinite values.")
-        check_noise_std(noise_std)
         self.arms = arms
         self.means = means
-        self.noise_std = float(noise_std)
+        self.noise_std = check_noise_std(noise_std)
         self.generator = generator
         self.rkhs_norm = rkhs_norm
 
@@ -104,11 +103,29 @@ class FiniteArmEnvironment:
 
     def pull(self, indices: Tensor) -> Tensor:
         r"""Noisy rewards of the arms ``indices`` (a ``q`` tensor)."""
-        return with_noise(self.means[indices], self.noise_std, self.generator)
+        means = self.means[self._checked(indices)]
+        return with_noise(means, self.noise_std, self.generator)
 
     def regret(self, indices: Tensor) -> Tensor:
         r"""Expected instantaneous regret ``max_a f(a) - f(x)`` of each pull."""
-        return self.means.max() - self.means[indices]
+        return self.means.max() - self.means[self._checked(indices)]
+
+    def _checked(self, indices: Tensor) -> Tensor:
+        # A negative index read an arm from the end (a reward and a regret for
+        # an arm nobody chose), one past the end was torch's IndexError.
+        indices = torch.as_tensor(indices, device=self.means.device)
+        if indices.is_floating_point() or indices.dtype == torch.bool:
+            raise InputDataError(
+                f"Arm indices must be integers, got dtype {indices.dtype}."
+            )
+        flat = indices.reshape(-1).tolist()
+        num_arms = self.means.shape[0]
+        if flat and (min(flat) < 0 or max(flat) >= num_arms):
+            raise InputDataError(
+                f"Arm indices must lie in [0, {num_arms}), got "
+                f"[{min(flat)}, {max(flat)}]."
+            )
+        return indices
 
     @classmethod
     def gp_sample(

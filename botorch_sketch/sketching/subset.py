@@ -29,6 +29,8 @@ References:
 
 from __future__ import annotations
 
+import math
+
 import torch
 from botorch.exceptions.errors import InputDataError
 from torch import Tensor
@@ -85,8 +87,11 @@ class GradientDiversitySubset(SelectionRule):
             generator: The generator for the perturbation.
         """
         super().__init__(generator=generator)
-        if noise_std < 0:
-            raise InputDataError(f"noise_std must be non-negative, got {noise_std}.")
+        # NaN passed ``< 0`` and perturbed every gradient coordinate to NaN.
+        if not (0 <= noise_std < math.inf):
+            raise InputDataError(
+                f"noise_std must be finite and non-negative, got {noise_std}."
+            )
         self.noise_std = noise_std
 
     def select(

@@ -79,3 +79,19 @@ def test_environment_settings_that_passed_comparisons_are_named():
             Bump(noise_std=noise)
     with pytest.raises(InputDataError, match="theta must be a finite d tensor"):
         SphereEnvironment.random(0)
+
+
+def test_pulls_of_arms_that_do_not_exist_are_refused():
+    # A negative index read an arm from the end: a reward and a regret booked
+    # for an arm nobody chose. One past the end was torch's IndexError.
+    means = torch.tensor([0.0, 1.0, 2.0, 3.0], dtype=torch.double)
+    env = FiniteArmEnvironment(torch.rand(4, 2, dtype=torch.double), means, 0.0)
+    for bad in ([-1], [4], [0, 7]):
+        for method in (env.pull, env.regret):
+            with pytest.raises(InputDataError, match=r"must lie in \[0, 4\)"):
+                method(torch.tensor(bad))
+    with pytest.raises(InputDataError, match="must be integers"):
+        env.pull(torch.tensor([1.0]))
+    assert env.pull(torch.tensor([3, 0])).tolist() == [3.0, 0.0]
+    assert env.regret(torch.tensor([1])).tolist() == [2.0]
+    assert env.noise_std == 0.0 and type(env.noise_std) is float

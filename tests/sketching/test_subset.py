@@ -159,5 +159,6 @@ def test_bad_requests_name_the_problem():
         GreedyVarianceSubset().select(
             Candidates(num_points=60), 10, forced=torch.arange(3)
         )
-    with pytest.raises(InputDataError, match="noise_std"):
-        GradientDiversitySubset(noise_std=-1.0)
+    for noise_std in (-1.0, float("nan"), float("inf")):  # NaN passed ``< 0``
+        with pytest.raises(InputDataError, match="noise_std must be finite"):
+            GradientDiversitySubset(noise_std=noise_std)
