@@ -141,8 +141,9 @@ class BKB(DTCUCB):
             self._draw_every_step(indices, self.scaled_variance)
             return
         # ``_grow`` for one pull, the coin in Python: the same draw and the
-        # same comparison, without a tensor op per scalar.
-        previous = float(self.candidates.variance_at(index)) / self.noise_var
+        # same comparison, without a tensor op per scalar. The variance's
+        # products serve the rank-one update of this pull too.
+        previous = self._pull_variance(index) / self.noise_var
         if self.sampler.consider_one(previous, self.arms.dtype) and not bool(
             self._in_dictionary[index]
         ):

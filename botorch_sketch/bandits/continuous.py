@@ -39,7 +39,8 @@ from torch.quasirandom import SobolEngine
 from botorch_sketch.acquisition.contextual_ucb import ucb_action
 from botorch_sketch.bandits.contextual import OnlineKernelUCB
 from botorch_sketch.bandits.continuous_environments import check_action_bounds
-from botorch_sketch.bandits.policy import argmax_first, checked_count
+from botorch_sketch.bandits.policy import argmax_first
+from botorch_sketch.checks import checked_count
 
 
 class ContinuousActionUCB:

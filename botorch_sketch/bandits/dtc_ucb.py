@@ -44,8 +44,8 @@ from torch import Tensor
 from botorch_sketch.bandits.policy import (
     FiniteArmPolicy,
     argmax_first,
-    checked_count,
 )
+from botorch_sketch.checks import checked_count
 from botorch_sketch.deprecation import renamed_attribute, renamed_keywords
 from botorch_sketch.sketching.chunks import chunk_size_for, row_chunks
 from botorch_sketch.sketching.confidence import WidthForm, bkb_width
@@ -195,10 +195,14 @@ class DTCUCB(FiniteArmPolicy):
             lazy_updates = self.lazy_by_default(arms.shape[0], arms.device)
         self.lazy_updates = bool(lazy_updates)
         A = self.num_arms
-        self.counts = arms.new_zeros(A)
-        self.reward_sums = arms.new_zeros(A)
+        self._counts = arms.new_zeros(A)
+        self._reward_sums = arms.new_zeros(A)
+        # Single pulls not yet added to the two above (see ``counts``).
+        self._held_pulls: list[int] = []
+        self._held_rewards: list[float] = []
+        # ``_pull_variance``'s products, for the rank-one update of that pull.
+        self._pull_products: tuple | None = None
         self._score_buffer = arms.new_empty(A)
-        self._one = arms.new_ones(1)
         self.num_observations = 0
         self._since_refactor = 0
         with torch.no_grad():
@@ -223,6 +227,36 @@ class DTCUCB(FiniteArmPolicy):
         From :attr:`lazy_min_arms` arms on, on the CPU.
         """
         return device.type == "cpu" and num_arms >= cls.lazy_min_arms
+
+    #: Single pulls held before one ``index_add_`` records them in
+    #: :attr:`counts` and :attr:`reward_sums`.
+    max_held_pulls: int = 1024
+
+    @property
+    def counts(self) -> Tensor:
+        r"""The pulls of each arm so far (``A``)."""
+        self._record_held_pulls()
+        return self._counts
+
+    @property
+    def reward_sums(self) -> Tensor:
+        r"""The sum of each arm's rewards so far (``A``)."""
+        self._record_held_pulls()
+        return self._reward_sums
+
+    def _record_held_pulls(self) -> None:
+        # A single pull is noted in two Python lists and added to the tensors
+        # when they are read (an insertion, a redraw, a user), in two calls
+        # for many pulls instead of two per pull; no step of a steady loop
+        # reads them.
+        if not self._held_pulls:
+            return
+        like = self._counts
+        index = torch.tensor(self._held_pulls, device=like.device)
+        rewards = torch.tensor(self._held_rewards, dtype=like.dtype, device=like.device)
+        self._held_pulls, self._held_rewards = [], []
+        self._counts.index_add_(0, index, torch.ones_like(rewards))
+        self._reward_sums.index_add_(0, index, rewards)
 
     @property
     def dictionary_size(self) -> int:
@@ -322,8 +356,10 @@ class DTCUCB(FiniteArmPolicy):
             # so no ``no_grad`` context is entered per step.
             i, r = index_list[0], reward_list[0]
             self._grow_one(indices, i)
-            self.counts.index_add_(0, indices, self._one)
-            self.reward_sums.index_add_(0, indices, rewards)
+            self._held_pulls.append(i)
+            self._held_rewards.append(r)
+            if len(self._held_pulls) >= self.max_held_pulls:
+                self._record_held_pulls()
             self.num_observations += 1
             self._absorb_one(indices, rewards, i, r)
             return
@@ -374,10 +410,38 @@ class DTCUCB(FiniteArmPolicy):
         cands.apply(update)
         self._count_towards_refactor(indices.numel())
 
+    def _pull_variance(self, index: int) -> float:
+        r"""The current posterior variance of arm ``index`` (GP units), as a float.
+
+        Read from the weight posterior, ``k - ||z||^2 + z^T C z``, with the
+        products kept for the rank-one update of the same pull (a rule that
+        decides on the pulled arm's variance, BKB's coin, then costs no torch
+        call of its own). Equal to ``candidates.variance[index]`` up to the
+        rounding of the recursive updates.
+        """
+        posterior = self.posterior
+        z = self.candidates.Z[index]
+        residual = float(self.candidates.residual[index])
+        product = posterior.product_one(z)
+        self._pull_products = (index, posterior, posterior.dim, z, residual, product)
+        return residual + product.quadratic
+
     def _rank_update_one(self, index: int, reward: float) -> None:
         cands = self.candidates
-        P, s, coefficient = self.posterior.update_one_(
-            cands.Z[index], float(cands.residual[index]), reward, self.noise_var
+        kept, self._pull_products = self._pull_products, None
+        posterior = self.posterior
+        if (
+            kept is not None
+            and kept[0] == index
+            and kept[1] is posterior
+            and kept[2] == posterior.dim
+        ):
+            # Nothing changed the posterior since ``_pull_variance``.
+            z, residual, product = kept[3:]
+        else:
+            z, residual, product = cands.Z[index], float(cands.residual[index]), None
+        P, s, coefficient = posterior.update_one_(
+            z, residual, reward, self.noise_var, product=product
         )
         cands.apply_one(P, s, coefficient, q=s - self.noise_var)
         self._count_towards_refactor(1)
@@ -406,6 +470,7 @@ class DTCUCB(FiniteArmPolicy):
         Returns:
             False if the arm is already in the numerical span (nothing changes).
         """
+        self._pull_products = None
         cands = self.candidates
         # The arm's embedding and prior variance are tracked: no kernel call.
         embedding = self.embedding.extended(
@@ -440,6 +505,7 @@ class DTCUCB(FiniteArmPolicy):
         # Embed every arm in the new dictionary and refit from the pull counts:
         # arm i with n_i pulls enters as one observation of its mean reward with
         # noise lambda / n_i, which has the same statistics as its n_i pulls.
+        self._pull_products = None
         self.dictionary = dictionary
         self._in_dictionary = torch.zeros(
             self.num_arms, dtype=torch.bool, device=self.arms.device

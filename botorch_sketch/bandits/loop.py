@@ -26,8 +26,8 @@ from botorch_sketch.bandits.environments import (
 from botorch_sketch.bandits.policy import (
     ContextualPolicy,
     FiniteArmPolicy,
-    checked_count,
 )
+from botorch_sketch.checks import checked_count
 
 
 @dataclass

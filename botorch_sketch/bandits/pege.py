@@ -39,7 +39,8 @@ import torch
 from botorch.exceptions.errors import InputDataError
 from torch import Tensor
 
-from botorch_sketch.bandits.policy import _PolicyBase, checked_count
+from botorch_sketch.bandits.policy import _PolicyBase
+from botorch_sketch.checks import checked_count
 from botorch_sketch.sketching.sgd import HarmonicStep, Schedule, SGDLeastSquares
 
 

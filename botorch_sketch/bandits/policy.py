@@ -18,39 +18,11 @@ reproducible from its seed without touching the global random state.
 from __future__ import annotations
 
 import math
-import operator
 from abc import ABC, abstractmethod
 
 import torch
 from botorch.exceptions.errors import InputDataError
 from torch import Tensor
-
-
-def checked_count(value: object, name: str, minimum: int = 1) -> int:
-    r"""``value`` as an ``int`` of at least ``minimum``, else an ``InputDataError``.
-
-    A float count failed inside ``range`` with a ``TypeError``, and a negative
-    number of steps ran none, silently.
-
-    Args:
-        value: The count (any integer type; not a bool).
-        name: Its name in the error.
-        minimum: The smallest value allowed.
-
-    Returns:
-        The count as an ``int``.
-    """
-    count = None
-    if not isinstance(value, bool):
-        try:
-            count = operator.index(value)
-        except TypeError:
-            pass
-    if count is None or count < minimum:
-        raise InputDataError(
-            f"{name} must be an integer of at least {minimum}, got {value!r}."
-        )
-    return count
 
 
 class _PolicyBase:

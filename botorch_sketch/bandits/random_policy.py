@@ -6,7 +6,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from botorch_sketch.bandits.policy import FiniteArmPolicy, checked_count
+from botorch_sketch.bandits.policy import FiniteArmPolicy
+from botorch_sketch.checks import checked_count
 
 
 class RandomPolicy(FiniteArmPolicy):

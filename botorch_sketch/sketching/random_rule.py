@@ -11,6 +11,9 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+#: Uniforms drawn at once for the one-coin route (:meth:`RandomRule._uniform_one`).
+UNIFORM_BLOCK = 256
+
 
 class RandomRule:
     r"""Holds a rule's ``torch.Generator`` and draws from it."""
@@ -24,6 +27,19 @@ class RandomRule:
         """
         self.generator = generator
 
+    @property
+    def generator(self) -> torch.Generator | None:
+        r"""The random generator (None: torch's global one)."""
+        return self._generator
+
+    @generator.setter
+    def generator(self, value: torch.Generator | None) -> None:
+        # Uniforms drawn ahead came from the old generator: a new one (a new
+        # seed) takes effect at the next coin.
+        self._generator = value
+        self._uniforms: list[float] = []
+        self._uniform_dtype: torch.dtype | None = None
+
     def _device(self, like: Tensor) -> torch.device:
         return self.generator.device if self.generator is not None else like.device
 
@@ -34,12 +50,24 @@ class RandomRule:
         return u.to(like.device)
 
     def _uniform_one(self, dtype: torch.dtype = torch.double) -> float:
-        # One uniform as a float: the same draw from the generator as
-        # ``_uniform(1, like)`` for ``like`` of ``dtype``, without the move.
-        device = self.generator.device if self.generator is not None else "cpu"
-        return float(
-            torch.rand(1, generator=self.generator, dtype=dtype, device=device)
-        )
+        # One uniform as a float, from a block of ``UNIFORM_BLOCK`` drawn at
+        # once: a torch call and a transfer per coin cost more than the
+        # bandit step the coin decides. The generator's stream is drawn
+        # serially, so a run of coins gets the draws ``_uniform(1, like)``
+        # would have given one by one, as long as nothing else draws from
+        # the generator in between (otherwise other, equally independent,
+        # uniforms). A dtype change discards the block: its uniforms are
+        # of the other precision.
+        uniforms = self._uniforms
+        if not uniforms or self._uniform_dtype != dtype:
+            generator = self.generator
+            device = generator.device if generator is not None else "cpu"
+            block = torch.rand(
+                UNIFORM_BLOCK, generator=generator, dtype=dtype, device=device
+            )
+            uniforms = self._uniforms = block.tolist()[::-1]  # popped from the end
+            self._uniform_dtype = dtype
+        return uniforms.pop()
 
     def _normal(self, shape: tuple[int, ...], like: Tensor) -> Tensor:
         eps = torch.randn(

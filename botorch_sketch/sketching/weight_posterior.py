@@ -46,6 +46,7 @@ import copy
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import torch
 from botorch.exceptions.errors import UnsupportedError
@@ -85,6 +86,23 @@ class Border:
     u: Tensor
     schur: Tensor
     delta: Tensor
+
+
+class OnePointProducts(NamedTuple):
+    r"""One point's products with the posterior (:meth:`WeightPosterior.product_one`).
+
+    Attributes:
+        P: ``m'``, ``C z``.
+        quadratic: ``z^T C z`` (the point's variance is ``k - ||z||^2`` plus it).
+        mean: ``z^T w`` (its posterior mean minus the prior mean).
+        squared_norm: ``P^T P`` (what a downdate by the point takes off ``tr(C)``,
+            times ``s``).
+    """
+
+    P: Tensor
+    quadratic: float
+    mean: float
+    squared_norm: float
 
 
 def bordered_inverse(
@@ -166,6 +184,11 @@ class WeightPosterior:
         """
         self._gram_buffer: GrowthBuffer | None = None
         self._base_buffer: GrowthBuffer | None = None
+        # ``tr(C)`` and the ``C`` it is of (kept by ``update_one_``).
+        self._trace: float = 0.0
+        self._trace_of: Tensor | None = None
+        # ``[z; P; w]`` of ``product_one`` (a row of it is ``w``) and its views.
+        self._one_point: tuple[Tensor, ...] | None = None
         self.statistics = statistics
         self.dtype = statistics.moment.dtype
         self._factorise()
@@ -535,7 +558,7 @@ class WeightPosterior:
         if self._gap is None:
             self._gap = float(self._statistics.trace_gap)
         pending = 0.0 if self._pending is None else self._pending[2]
-        explained = self.dim - float(torch.trace(self._covariance_base()))
+        explained = self.dim - self._covariance_trace()
         return self._gap + pending + explained
 
     # ---------------------------------------------------------------- updates
@@ -551,8 +574,60 @@ class WeightPosterior:
         self._w = self._w.clone()
         self._owned = True
 
+    def _covariance_trace(self) -> float:
+        # ``tr(C)``, recomputed only when ``C`` is a new tensor: ``update_one_``
+        # keeps it current through its in-place downdates.
+        base = self._covariance_base()
+        if self._trace_of is not base:
+            self._trace, self._trace_of = float(torch.trace(base)), base
+        return self._trace
+
+    def _one_point_rows(self) -> tuple[Tensor, ...]:
+        # A ``3 x m'`` buffer of rows ``[z; P; w]`` whose last row *is* ``w``,
+        # and its views: one product ``[z; P] [P; w]^T`` then gives ``z^T P``,
+        # ``z^T w`` and ``P^T P`` in one call. ``w`` moves into a new buffer
+        # whenever it is a new tensor (a factorisation, a border, an owned
+        # copy), so a buffer is never shared with a copy of the posterior.
+        rows = self._one_point
+        if rows is None or rows[3] is not self._w:
+            buffer = self._w.new_empty(3, self.dim)
+            buffer[2] = self._w
+            w = buffer[2]
+            rows = (buffer[0], buffer[1], buffer[:2], w, buffer[1:].mT)
+            self._one_point, self._w = rows, w
+        return rows
+
+    def product_one(self, z: Tensor) -> OnePointProducts:
+        r"""The products of one embedded point with the posterior, ``O(m^2)``.
+
+        The point's posterior variance is ``k(x, x) - ||z||^2 + z^T C z`` and
+        its mean ``z^T w``: a loop that needs them before absorbing the point
+        (BKB's coin) reads them here and hands the result to
+        :meth:`update_one_`, which then skips the same products.
+
+        Args:
+            z: A ``m'`` tensor, the embedded input.
+
+        Returns:
+            ``P = C z`` (a view of a buffer that the next call overwrites),
+            ``z^T C z``, ``z^T w`` and ``P^T P``.
+        """
+        if len(self.batch_shape):
+            raise UnsupportedError("A batched (fantasy) posterior has no product_one.")
+        base = self._covariance_base()
+        z_row, P, z_and_P, _, P_and_w = self._one_point_rows()
+        z_row.copy_(z)
+        torch.mv(base, z_row, out=P)
+        (quadratic, mean), (squared_norm, _) = torch.mm(z_and_P, P_and_w).tolist()
+        return OnePointProducts(P, quadratic, mean, squared_norm)
+
     def update_one_(
-        self, z: Tensor, residual_var: float, r: float, noise: float
+        self,
+        z: Tensor,
+        residual_var: float,
+        r: float,
+        noise: float,
+        product: OnePointProducts | None = None,
     ) -> tuple[Tensor, float, float]:
         r"""Absorb one observation in place, ``O(m^2)`` in a handful of kernels.
 
@@ -571,9 +646,12 @@ class WeightPosterior:
             residual_var: ``k(x, x) - ||z||^2`` (for the statistics).
             r: The residual ``y - mu_0(x)``.
             noise: The noise variance.
+            product: :meth:`product_one` of ``z``, read since the last change
+                of the posterior, or None to compute it here.
 
         Returns:
-            ``P`` (``m'``, ``C z`` before the update), ``s`` and the coefficient
+            ``P`` (``m'``, ``C z`` before the update; a view of a buffer that
+            the next update overwrites), ``s`` and the coefficient
             ``(r - z^T w) / s``, for :meth:`TrackedCandidates.apply_one
             <botorch_sketch.sketching.online.TrackedCandidates.apply_one>`.
         """
@@ -583,12 +661,15 @@ class WeightPosterior:
             self._own()
         self._chol = None
         base = self._base
-        zd = z if z.dtype == base.dtype else z.to(base)
-        P = torch.mv(base, zd)
-        s = float(torch.dot(zd, P)) + noise
-        coefficient = (r - float(torch.dot(zd, self._w))) / s
+        if product is None:
+            product = self.product_one(z)
+        P = product.P
+        s = product.quadratic + noise
+        coefficient = (r - product.mean) / s
         self._w.add_(P, alpha=coefficient)
         base.addr_(P, P, alpha=-1.0 / s)
+        if self._trace_of is base:
+            self._trace -= product.squared_norm / s
         # The statistics gain ``z z^T / noise`` and ``z r / noise`` at the next
         # read (:attr:`statistics`), all pending rows in one product.
         self._push_row(z, 1.0 / noise, r)

@@ -185,7 +185,7 @@ def test_integer_states_are_named():
         (lambda k: EKUCB(k, 1.0, 2, beta=float("nan")), "beta must be"),
         (lambda k: KernelUCB(k, float("nan"), 2), "noise_var must be finite"),
         (lambda k: KernelUCB(k, float("inf"), 2), "noise_var must be finite"),
-        (lambda k: KernelUCB(k, 1.0, 0), "dim must be at least 1"),
+        (lambda k: KernelUCB(k, 1.0, 0), "dim must be an integer of at least 1"),
         (lambda k: CBBKB(k, 1.0, 2, threshold=float("nan")), "threshold must be"),
     ],
 )

@@ -125,6 +125,43 @@ def test_update_one_equals_the_general_update_and_leaves_copies_apart(tkwargs):
     )
 
 
+def test_one_point_products_feed_update_one_and_keep_the_trace(tkwargs):
+    # ``product_one`` against the products of the formed C and w; an update
+    # fed with them equals one that computes its own; ``tr(C)``, kept by the
+    # in-place downdates, against a fresh trace; a copy taken before is left
+    # apart although the products' buffer held its weights.
+    g = torch.Generator().manual_seed(3)
+    kernel = RBFKernel().to(**tkwargs)
+    kernel.requires_grad_(False)
+    emb = NystromEmbedding(kernel, torch.rand(9, 2, generator=g, **tkwargs))
+    X = torch.rand(25, 2, generator=g, **tkwargs)
+    r = torch.randn(25, generator=g, **tkwargs)
+    Z, resid = emb(X), emb.residual_variance(X, emb(X))
+    a, b = OnlineDTC.prior(emb.dim, like=X), OnlineDTC.prior(emb.dim, like=X)
+    frozen = None
+    for i in range(25):
+        C, w = a.weight_covariance.clone(), a.weights64.clone()
+        zd = Z[i].double()
+        product = a.product_one(Z[i])
+        torch.testing.assert_close(product.P, C @ zd)
+        assert product.quadratic == pytest.approx(float(zd @ C @ zd), rel=1e-12)
+        assert product.mean == pytest.approx(float(zd @ w), rel=1e-12, abs=1e-14)
+        assert product.squared_norm == pytest.approx(float((C @ zd).square().sum()))
+        out_a = a.update_one_(Z[i], float(resid[i]), float(r[i]), 0.1, product=product)
+        out_b = b.update_one_(Z[i], float(resid[i]), float(r[i]), 0.1)
+        assert out_a[1:] == pytest.approx(out_b[1:], rel=1e-12)
+        trace = float(torch.trace(a.weight_covariance))
+        assert a._covariance_trace() == pytest.approx(trace, rel=1e-12)
+        if i == 5:
+            frozen, frozen_w = a.copy(), a.weights64.clone()
+    torch.testing.assert_close(a.weights64, b.weights64, rtol=1e-10, atol=1e-12)
+    torch.testing.assert_close(frozen.weights64, frozen_w, rtol=0, atol=0)
+    fresh = a.copy()
+    fresh.refactorise()
+    expected = fresh.data_variance_sum()
+    assert a.data_variance_sum() == pytest.approx(expected, rel=1e-9)
+
+
 def test_sgd_linucb_fast_paths_take_the_steps_of_the_public_api():
     # The policy (in the arms' coordinates while the arm set is fixed, with
     # kept means and widths) against the solver's and tracker's public steps

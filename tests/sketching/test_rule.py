@@ -85,14 +85,19 @@ def test_bernoulli_coins_follow_their_probabilities(tkwargs):
 
 
 def test_one_float_coin_is_the_same_draw_as_a_tensor_coin(tkwargs):
-    # BKB's single-pull path draws one coin from a float: the same stream.
-    scores = torch.rand(200, generator=_gen(1), **tkwargs)
+    # BKB's single-pull path draws one coin from a float: the same stream,
+    # across the blocks of uniforms it draws ahead (300 > UNIFORM_BLOCK).
+    scores = torch.rand(300, generator=_gen(1), **tkwargs)
     a = RidgeLeverageSampler(qbar=1.5, generator=_gen(2))
     b = RidgeLeverageSampler(qbar=1.5, generator=_gen(2))
     floats = [a.consider_one(float(s), tkwargs["dtype"]) for s in scores]
     tensors = [bool(b.consider(s.reshape(1))[0]) for s in scores]
     assert floats == tensors
-    assert 0 < sum(floats) < 200
+    assert 0 < sum(floats) < 300
+    # A new generator takes effect at the next coin, not after the block.
+    a.generator = _gen(2)
+    again = [a.consider_one(float(s), tkwargs["dtype"]) for s in scores[:20]]
+    assert again == floats[:20]
 
 
 def test_kors_online_method_draws_at_its_leverage(tkwargs):
