@@ -41,11 +41,12 @@ from typing import Any
 
 import gpytorch
 import torch
-from botorch.exceptions.errors import InputDataError
+from botorch.exceptions.errors import InputDataError, UnsupportedError
 from botorch.fit import _fit_fallback
 from botorch.models import SingleTaskGP
 from botorch.models.transforms.input import InputTransform
 from botorch.models.transforms.outcome import OutcomeTransform
+from botorch.posteriors import Posterior
 from botorch.utils.datasets import SupervisedDataset
 from botorch.utils.types import DEFAULT, _DefaultType
 from gpytorch.kernels import Kernel
@@ -55,7 +56,10 @@ from gpytorch.means import Mean
 from gpytorch.mlls import MarginalLogLikelihood
 from torch import Tensor
 
+from botorch_sketch.checks import checked_count, checked_optional_count
 from botorch_sketch.models.validation import (
+    check_new_observations,
+    check_test_inputs,
     check_training_data,
     inputs_from_dataset,
 )
@@ -284,16 +288,25 @@ class GradientSubsetGP(SingleTaskGP):
         """
         check_training_data(type(self).__name__, train_X, train_Y, train_Yvar)
         n = train_X.shape[0]
+        # Float counts failed in a slice or an index with a TypeError; a NaN
+        # subset size fitted on all N, silently.
+        subset_size = checked_optional_count(subset_size, "subset_size")
+        num_initial = checked_count(num_initial, "num_initial", minimum=0)
+        num_newest = checked_count(num_newest, "num_newest", minimum=0)
+        num_best = checked_count(num_best, "num_best", minimum=0)
+        fit_rounds = checked_count(fit_rounds, "fit_rounds")
+        if subset_rule is not None and not isinstance(subset_rule, SubsetRule):
+            raise InputDataError(
+                "subset_rule must be a SubsetRule (such as "
+                "GradientDiversitySubset() or RandomSubset()), got "
+                f"{subset_rule!r}."
+            )
         forced = num_initial + num_newest + num_best
         if subset_size is not None and subset_size <= forced:
             raise InputDataError(
                 f"subset_size ({subset_size}) must exceed num_initial + num_newest + "
                 f"num_best ({num_initial} + {num_newest} + {num_best}), or no "
                 "observation is chosen."
-            )
-        if min(num_initial, num_newest, num_best) < 0:
-            raise InputDataError(
-                "num_initial, num_newest and num_best must be non-negative."
             )
         self.num_best = num_best
         self.full_train_X = train_X
@@ -306,8 +319,6 @@ class GradientSubsetGP(SingleTaskGP):
             GradientDiversitySubset() if subset_rule is None else subset_rule
         )
         self.gradient = feature_residual_gradients if gradient is None else gradient
-        if fit_rounds < 1:
-            raise InputDataError(f"fit_rounds must be at least 1, got {fit_rounds}.")
         self.fit_rounds = fit_rounds
         if self.is_subset:
             # Rules that read the fitted model start from a random subset.
@@ -383,7 +394,23 @@ class GradientSubsetGP(SingleTaskGP):
             noise = self.likelihood.noise.reshape(-1)[:1].expand(Y.shape[0])
         else:
             noise = Yvar.squeeze(-1)
-        return self.gradient(self, X, Y.squeeze(-1), noise)
+        gradients = self.gradient(self, X, Y.squeeze(-1), noise)
+        if not (
+            isinstance(gradients, Tensor)
+            and gradients.shape[:1] == X.shape[:1]
+            and bool(torch.isfinite(gradients).all())
+        ):
+            # NaN gradients picked a subset by NaN comparisons, silently.
+            raise InputDataError(
+                "The gradient function must return finite N x p gradients of the "
+                f"N = {X.shape[0]} observations, got "
+                + (
+                    f"shape {tuple(gradients.shape)} with non-finite values."
+                    if isinstance(gradients, Tensor)
+                    else f"{type(gradients).__name__}."
+                )
+            )
+        return gradients
 
     def select_subset(self) -> Tensor:
         r"""Re-run the rule at the current hyperparameters and switch to its subset.
@@ -454,6 +481,63 @@ class GradientSubsetGP(SingleTaskGP):
                 **kwargs,
             )
         return mll
+
+    def posterior(self, X: Tensor, *args: Any, **kwargs: Any) -> Posterior:
+        r"""``SingleTaskGP``'s posterior, after a check of ``X``.
+
+        A wrong input dimension or a 1-d ``X`` failed inside gpytorch with a
+        size mismatch, and NaN inputs gave NaN silently.
+        """
+        check_test_inputs(X, self.full_train_X.shape[-1])
+        return super().posterior(X, *args, **kwargs)
+
+    def condition_on_observations(
+        self, X: Tensor, Y: Tensor, **kwargs: Any
+    ) -> GradientSubsetGP:
+        r"""``SingleTaskGP``'s conditioning, with the observations kept in the full set.
+
+        The conditioned model's GP holds its subset plus the new observations,
+        as ``SingleTaskGP``'s would; they also join :attr:`full_train_X` (and
+        its targets), so a later fit, which re-selects the subset from the
+        full set, keeps them in play instead of dropping them. Batched
+        conditioning (fantasies) leaves the full set as it was: a fantasy model
+        is read, not refitted.
+
+        Args:
+            X: A ``batch_shape x q x d`` tensor of inputs (raw, as for ``posterior``).
+            Y: The ``batch_shape x q x 1`` outcomes (raw).
+            **kwargs: Passed on (``noise``: the ``q x 1`` observation noise).
+
+        Returns:
+            The conditioned model.
+        """
+        check_test_inputs(X, self.full_train_X.shape[-1])
+        check_new_observations(X, Y, kwargs.get("noise"))
+        if not bool(torch.isfinite(Y).all()):
+            raise InputDataError("Y contains NaN or infinite values.")
+        conditioned = super().condition_on_observations(X, Y, **kwargs)
+        if X.dim() == 2 and Y.dim() == 2 and Y.shape[-1] == 1:
+            noise = kwargs.get("noise")
+            n = self.full_train_X.shape[0]
+            conditioned.full_train_X = torch.cat(
+                [self.full_train_X, X.to(self.full_train_X)]
+            )
+            conditioned.full_train_Y = torch.cat(
+                [self.full_train_Y, Y.to(self.full_train_Y)]
+            )
+            if self.full_train_Yvar is not None:
+                if noise is None:
+                    raise UnsupportedError(
+                        "A GradientSubsetGP with observed noise needs the new "
+                        "observations' noise: condition_on_observations(X, Y, "
+                        "noise=...)."
+                    )
+                conditioned.full_train_Yvar = torch.cat(
+                    [self.full_train_Yvar, noise.reshape(Y.shape).to(Y)]
+                )
+            new = torch.arange(n, n + X.shape[0], device=self.subset_indices.device)
+            conditioned.subset_indices = torch.cat([self.subset_indices, new])
+        return conditioned
 
     def _apply(self, fn: Callable[[Tensor], Tensor], *args: Any, **kwargs: Any):
         super()._apply(fn, *args, **kwargs)

@@ -47,7 +47,6 @@ References
 from __future__ import annotations
 
 import copy
-import math
 from typing import Any, Literal
 
 import torch
@@ -60,8 +59,10 @@ from botorch.exceptions.errors import (
 from botorch.models.model import Model
 from botorch.posteriors.gpytorch import GPyTorchPosterior
 from gpytorch.distributions import MultivariateNormal
+from linear_operator import to_linear_operator
 from torch import Tensor
 
+from botorch_sketch.checks import checked_real
 from botorch_sketch.models.validation import check_test_inputs, check_training_data
 from botorch_sketch.sketching.features import FeatureMap, IdentityFeatures
 from botorch_sketch.sketching.ridge import OnlineRidge
@@ -126,11 +127,9 @@ class SGDLinearModel(Model):
                 )
         else:
             check_training_data(type(self).__name__, train_X, train_Y, None)
-        # NaN passed ``noise_var <= 0`` and failed later inside a Cholesky.
-        if not (math.isfinite(noise_var) and noise_var > 0):
-            raise InputDataError(
-                f"noise_var must be finite and positive, got {noise_var}."
-            )
+        # NaN passed ``noise_var <= 0`` and failed later inside a Cholesky;
+        # True was a noise variance of 1, a two-element tensor a TypeError.
+        noise_var = checked_real(noise_var, "noise_var", positive=True)
         if variance not in ("exact", "tracked"):
             raise UnsupportedError(
                 f"variance must be exact or tracked, not {variance}."
@@ -301,7 +300,13 @@ class SGDLinearModel(Model):
         covariance = covariance + jitter * torch.eye(
             X.shape[-2], dtype=X.dtype, device=X.device
         )
-        posterior = GPyTorchPosterior(MultivariateNormal(mean, covariance))
+        # As a linear operator, whose factorisation waits for a sample and
+        # adds more jitter where this was too little (float32, large
+        # features): a dense tensor was factorised at once by torch's
+        # MultivariateNormal, which raised on the rank-deficient matrix.
+        posterior = GPyTorchPosterior(
+            MultivariateNormal(mean, to_linear_operator(covariance))
+        )
         if posterior_transform is not None:
             return posterior_transform(posterior)
         return posterior

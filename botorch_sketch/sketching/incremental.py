@@ -44,7 +44,6 @@ References:
 
 from __future__ import annotations
 
-import math
 from typing import Literal, NamedTuple
 
 import torch
@@ -52,6 +51,7 @@ from botorch.exceptions.errors import BotorchTensorDimensionError, InputDataErro
 from gpytorch.kernels import Kernel
 from torch import Tensor
 
+from botorch_sketch.checks import checked_count, checked_real
 from botorch_sketch.sketching.embedded import EmbeddedPoints, grow_rows
 from botorch_sketch.sketching.kernels import kernel_matrix
 from botorch_sketch.sketching.kors import KORS
@@ -109,20 +109,15 @@ class IncrementalNystrom:
             dtype: The floating point type.
             device: The device.
         """
-        if not (0 < noise_var < math.inf):
-            raise InputDataError(
-                f"noise_var must be finite and positive, got {noise_var}."
-            )
-        if dim < 1:
-            raise InputDataError(f"dim must be at least 1, got {dim}.")
+        # NaN passed ``< 1`` checks (``refactorise_every``), True was a noise
+        # variance of 1 and 2.5 a dimension that failed inside torch.
+        noise_var = checked_real(noise_var, "noise_var", positive=True)
+        dim = checked_count(dim, "dim")
         if not (isinstance(rule, KORS) or rule in ("all", "none")):
             raise InputDataError(f"rule must be a KORS, 'all' or 'none'; got {rule!r}.")
-        if refactorise_every < 1:
-            raise InputDataError(
-                f"refactorise_every must be at least 1, got {refactorise_every}."
-            )
+        refactorise_every = checked_count(refactorise_every, "refactorise_every")
         self.kernel = kernel
-        self.noise_var = float(noise_var)
+        self.noise_var = noise_var
         self.rule = rule
         self.refactorise_every = refactorise_every
         like = torch.empty(0, dtype=dtype, device=device)
@@ -254,6 +249,12 @@ class IncrementalNystrom:
         Returns:
             Whether ``x`` joined the dictionary.
         """
+        if torch.is_grad_enabled():
+            # The state never carries a graph: a kernel whose hyperparameters
+            # require grad (a gpytorch kernel as made) failed in an ``out=``
+            # product deep inside the update.
+            with torch.no_grad():
+                return self.observe(x, y, evaluation)
         x = x.reshape(1, -1)
         self._check_inputs(x)
         y = torch.as_tensor(y, dtype=x.dtype, device=x.device).reshape(1)
@@ -322,6 +323,7 @@ class IncrementalNystrom:
         self.version += 1
         return True
 
+    @torch.no_grad()
     def refactorise(self) -> None:
         r"""Recompute the posterior (and the KORS inverse) from sums (``O(t m^2)``).
 
@@ -343,6 +345,7 @@ class IncrementalNystrom:
             self.rule.refactorise(kernel_matrix(self.kernel, S))
         self._since_refactor = 0
 
+    @torch.no_grad()
     def rebuild(self, dictionary: Tensor) -> None:
         r"""Replace the dictionary by observed inputs and refit (``O(t m^2 + m^3)``).
 

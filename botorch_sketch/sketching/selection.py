@@ -38,6 +38,11 @@ from botorch.exceptions.warnings import BotorchWarning
 from gpytorch.kernels import Kernel
 from torch import Tensor
 
+from botorch_sketch.checks import (
+    checked_count,
+    checked_optional_count,
+    checked_real,
+)
 from botorch_sketch.sketching.bernoulli import BernoulliRule, inclusion
 from botorch_sketch.sketching.dtc import DTCPosterior, DTCStatistics, posterior_variance
 from botorch_sketch.sketching.kernels import kernel_diagonal, kernel_matrix
@@ -137,12 +142,12 @@ class RidgeLeverageSampler(BernoulliRule):
         # comparison, so ``qbar <= 0`` let it through and kept one point.
         if not (math.isfinite(qbar) and qbar > 0):
             raise InputDataError(f"qbar must be finite and positive, got {qbar}.")
-        if max_size is not None and max_size < 1:
-            raise InputDataError(f"max_size must be at least 1, got {max_size}.")
         self.qbar = qbar
-        self.max_size = max_size
-        self.num_passes = num_passes
-        self.initial_size = initial_size
+        # NaN passed ``max_size < 1``, True capped the set at one point, 2.5
+        # at three; a negative number of passes or starting points was kept.
+        self.max_size = checked_optional_count(max_size, "max_size")
+        self.num_passes = checked_count(num_passes, "num_passes")
+        self.initial_size = checked_count(initial_size, "initial_size")
 
     @property
     def oversampling(self) -> float:
@@ -282,9 +287,11 @@ class GreedyVarianceSelector(SelectionRule):
                 variance is below this; None always picks ``num_inducing`` points.
         """
         super().__init__(generator=None)
-        _check_budget(num_inducing)
-        self.num_inducing = num_inducing
-        self.tolerance = tolerance
+        self.num_inducing = checked_optional_count(num_inducing, "num_inducing")
+        # A NaN or negative tolerance never stopped the pivoting, silently.
+        self.tolerance = (
+            None if tolerance is None else checked_real(tolerance, "tolerance", 0.0)
+        )
 
     def select(
         self,
@@ -421,8 +428,7 @@ class UniformSelector(SelectionRule):
             generator: The random generator.
         """
         super().__init__(generator=generator)
-        _check_budget(num_inducing)
-        self.num_inducing = num_inducing
+        self.num_inducing = checked_optional_count(num_inducing, "num_inducing")
 
     def select(
         self,
@@ -448,11 +454,6 @@ class UniformSelector(SelectionRule):
         free = free_indices(n, forced)
         pick = free[self._permutation(free.numel(), free)[: size - forced.numel()]]
         return torch.cat([forced, pick])
-
-
-def _check_budget(num_inducing: int | None) -> None:
-    if num_inducing is not None and num_inducing < 1:
-        raise InputDataError(f"num_inducing must be at least 1, got {num_inducing}.")
 
 
 class FixedSelector(SelectionRule):

@@ -291,3 +291,73 @@ def test_reselecting_keeps_every_tensor_of_the_state_on_the_data_device(tkwargs)
     model = GradientSubsetGP(X, Y, subset_size=20)
     model.select_subset()
     assert {t.device for t in model.state_dict().values()} == {X.device}
+
+
+def test_conditioned_observations_stay_in_the_set_a_refit_selects_from(tkwargs):
+    # A refit re-selects the subset from the full set: the conditioned
+    # observations were not in it and were dropped, silently.
+    X, Y = _data(tkwargs)
+    model = _fit(_model(X, Y)).eval()
+    model.posterior(X[:2])  # caches, as a BO loop's acquisition would
+    Xn = torch.rand(3, 3, **tkwargs)
+    Yn = hartmann3(Xn).reshape(3, 1)
+    conditioned = model.condition_on_observations(Xn, Yn)
+    assert conditioned.full_train_X.shape == (123, 3)
+    torch.testing.assert_close(conditioned.full_train_X[-3:], Xn)
+    torch.testing.assert_close(conditioned.full_train_Y[-3:], Yn)
+    assert conditioned.subset_indices[-3:].tolist() == [120, 121, 122]
+    assert model.full_train_X.shape == (120, 3)  # the original is unchanged
+    _fit(conditioned)
+    # num_newest = 2 forces the two newest in; the third is up to the rule.
+    assert {121, 122} <= set(conditioned.subset_indices.tolist())
+    assert conditioned.train_inputs[0].shape == (40, 3)
+    # Fantasies (batched) leave the full set alone.
+    sampler = SobolQMCNormalSampler(torch.Size([2]))
+    fantasy = model.fantasize(Xn, sampler)
+    assert fantasy.full_train_X.shape == (120, 3)
+
+
+def test_bad_settings_are_named(tkwargs):
+    # Float counts failed in slices and indices with TypeErrors; a NaN
+    # subset size fitted on all N; a string rule failed on an attribute.
+    X, Y = _data(tkwargs)
+    for kw, name in (
+        ({"subset_size": 50.0}, "subset_size"),
+        ({"subset_size": float("nan")}, "subset_size"),
+        ({"subset_size": True}, "subset_size"),
+        ({"num_initial": 2.5}, "num_initial"),
+        ({"num_newest": -1}, "num_newest"),
+        ({"num_best": 2.5}, "num_best"),
+        ({"fit_rounds": 1.5}, "fit_rounds"),
+    ):
+        with pytest.raises(InputDataError, match=f"{name} must be an integer"):
+            _model(X, Y, **kw)
+    with pytest.raises(InputDataError, match="subset_rule must be a SubsetRule"):
+        _model(X, Y, subset_rule="random")
+
+    def nan_gradients(model, X, Y, noise):
+        return torch.full((X.shape[0], 2), float("nan"), **tkwargs)
+
+    model = _model(X, Y, gradient=nan_gradients)
+    with pytest.raises(InputDataError, match="finite N x p gradients"):
+        _fit(model)
+
+
+def test_bad_test_inputs_and_observations_are_named(tkwargs):
+    # Inherited from SingleTaskGP: a size mismatch inside gpytorch, and NaN
+    # posteriors for NaN inputs, silently.
+    from botorch.exceptions.errors import BotorchTensorDimensionError
+
+    X, Y = _data(tkwargs)
+    model = _fit(_model(X, Y)).eval()
+    with pytest.raises(BotorchTensorDimensionError, match="input dimensions"):
+        model.posterior(torch.rand(4, 2, **tkwargs))
+    with pytest.raises(BotorchTensorDimensionError, match="batch_shape x q x d"):
+        model.posterior(torch.rand(3, **tkwargs))
+    with pytest.raises(InputDataError, match="NaN"):
+        model.posterior(torch.full((2, 3), float("nan"), **tkwargs))
+    Xn = torch.rand(3, 3, **tkwargs)
+    with pytest.raises(BotorchTensorDimensionError, match="3 points but Y has 2"):
+        model.condition_on_observations(Xn, torch.rand(2, 1, **tkwargs))
+    with pytest.raises(InputDataError, match="Y contains NaN"):
+        model.condition_on_observations(Xn, torch.full((3, 1), float("nan"), **tkwargs))

@@ -379,6 +379,18 @@ def test_negative_noise_and_bad_inducing_are_rejected(tkwargs):
         NystromGP(X, Y, inducing=7)
 
 
+def test_an_outcome_transform_that_makes_nan_is_named(tkwargs):
+    # Log of Y <= 0: the raw data passed the checks and every posterior was
+    # NaN (SingleTaskGP refuses it at construction).
+    from botorch.models.transforms.outcome import Log
+
+    X, Y = _data(**tkwargs)
+    with pytest.raises(InputDataError, match="outcome transform Log made NaN"):
+        NystromGP(X, Y - Y.max(), outcome_transform=Log())
+    model = NystromGP(X, Y - Y.min() + 0.1, outcome_transform=Log())
+    assert bool(torch.isfinite(model.posterior(X[:3]).mean).all())
+
+
 def test_bad_test_inputs_get_a_clear_error(tkwargs):
     X, Y = _data(**tkwargs)
     model = NystromGP(X, Y, input_transform=Normalize(3))

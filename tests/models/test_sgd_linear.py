@@ -124,8 +124,9 @@ def test_bad_input(tkwargs):
         SGDLinearModel(X, Y.clone().fill_(float("nan")))
     with pytest.raises(InputDataError):
         SGDLinearModel(X, Y, noise_var=0.0)
-    with pytest.raises(InputDataError, match="noise_var must be finite"):
-        SGDLinearModel(X, Y, noise_var=float("nan"))
+    for bad in (float("nan"), True, torch.tensor([0.1, 0.2])):
+        with pytest.raises(InputDataError, match="noise_var must be finite"):
+            SGDLinearModel(X, Y, noise_var=bad)
     with pytest.raises(InputDataError, match="arm set"):
         SGDLinearModel(X, Y, variance="tracked")
     model = SGDLinearModel(X, Y)
@@ -133,3 +134,21 @@ def test_bad_input(tkwargs):
         model.update(X.unsqueeze(0).expand(2, -1, -1), Y.unsqueeze(0).expand(2, -1, -1))
     empty = SGDLinearModel(X[:0], Y[:0])
     assert float(empty.posterior(X[:2]).mean.abs().max()) == 0.0
+
+
+@pytest.mark.parametrize("scale, dtype", [(1.0, torch.float), (1e4, torch.double)])
+def test_more_points_than_features_sample_without_a_factorisation_error(scale, dtype):
+    # q > d makes the posterior covariance rank-deficient: a dense covariance
+    # was factorised at once by torch's MultivariateNormal and failed in
+    # float32, or with large features, where the fixed jitter was too small.
+    g = torch.Generator().manual_seed(0)
+    X = scale * torch.rand(50, 2, generator=g, dtype=dtype)
+    Y = X.sum(-1, keepdim=True) + 0.1 * torch.randn(50, 1, generator=g, dtype=dtype)
+    model = SGDLinearModel(X, Y, generator=torch.Generator().manual_seed(1))
+    test = scale * torch.rand(6, 2, generator=g, dtype=dtype)
+    posterior = model.posterior(test)
+    samples = posterior.rsample(torch.Size([64]))
+    assert samples.shape == (64, 6, 1) and bool(torch.isfinite(samples).all())
+    # The samples are of the model's mean: within a few widths of it.
+    sd = posterior.variance.sqrt().clamp_min(1e-3 * scale)
+    assert bool(((samples.mean(0) - posterior.mean).abs() < 5 * sd).all())

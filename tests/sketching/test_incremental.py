@@ -109,3 +109,42 @@ def test_rebuild_and_validation(tkwargs):
         model.observe(X[0], torch.tensor(float("nan")))
     with pytest.raises(InputDataError):
         IncrementalNystrom(k, 0.0, 2)
+
+
+def test_a_kernel_as_gpytorch_makes_it_is_observed_without_a_graph(tkwargs):
+    # Hyperparameters that require grad (every new gpytorch kernel) failed in
+    # an ``out=`` product deep inside ``observe``; reads keep their graph in X.
+    from gpytorch.kernels import RBFKernel
+
+    k = RBFKernel().to(**tkwargs)
+    frozen = RBFKernel().to(**tkwargs).requires_grad_(False)
+    X, y, Xt = _data(30, 2, 1, **tkwargs)
+    models = [IncrementalNystrom(kernel, 0.1, 2) for kernel in (k, frozen)]
+    for model in models:
+        for i in range(30):
+            model.observe(X[i], y[i])
+        model.refactorise()
+    assert not models[0].posterior.weights64.requires_grad
+    a, b = (model.mean_and_variance(Xt) for model in models)
+    torch.testing.assert_close(a[0], b[0])
+    x = Xt[:3].clone().requires_grad_(True)
+    models[1].mean_and_variance(x)[0].sum().backward()
+    assert x.grad is not None and bool(torch.isfinite(x.grad).all())
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"dim": 2.5}, "dim must be an integer"),
+        ({"dim": True}, "dim must be an integer"),
+        ({"noise_var": True}, "noise_var must be finite and positive"),
+        ({"noise_var": float("nan")}, "noise_var must be finite and positive"),
+        ({"refactorise_every": float("nan")}, "refactorise_every must be an integer"),
+        ({"refactorise_every": 0}, "refactorise_every must be an integer"),
+    ],
+)
+def test_bad_settings_are_named(kwargs, match):
+    # NaN passed ``< 1`` checks and True was taken as a noise variance of 1.
+    k = rbf_kernel(0.3)
+    with pytest.raises(InputDataError, match=match):
+        IncrementalNystrom(**{"kernel": k, "noise_var": 0.1, "dim": 2, **kwargs})

@@ -237,3 +237,27 @@ def test_rules_reject_bad_configuration():
         GreedyVarianceSelector(num_inducing=0)
     with pytest.raises(InputDataError, match="num_inducing"):
         UniformSelector(num_inducing=0)
+
+
+@pytest.mark.parametrize(
+    "make, match",
+    [
+        (lambda: RidgeLeverageSampler(max_size=float("nan")), "max_size must be an"),
+        (lambda: RidgeLeverageSampler(max_size=True), "max_size must be an"),
+        (lambda: RidgeLeverageSampler(max_size=2.5), "max_size must be an"),
+        (lambda: RidgeLeverageSampler(num_passes=-1), "num_passes must be an"),
+        (lambda: RidgeLeverageSampler(initial_size=0), "initial_size must be an"),
+        (lambda: GreedyVarianceSelector(num_inducing=2.5), "num_inducing must be an"),
+        (lambda: GreedyVarianceSelector(num_inducing=True), "num_inducing must be an"),
+        (lambda: GreedyVarianceSelector(tolerance=float("nan")), "tolerance must be"),
+        (lambda: GreedyVarianceSelector(tolerance=-1.0), "tolerance must be"),
+        (lambda: UniformSelector(2.5), "num_inducing must be an"),
+    ],
+)
+def test_settings_that_passed_comparisons_are_named(make, match):
+    # NaN failed every comparison and passed; True capped a set at one point
+    # and 2.5 at three; float sizes failed in a slice or ``new_empty``.
+    with pytest.raises(InputDataError, match=match):
+        make()
+    # Integer types other than int are counts too.
+    assert RidgeLeverageSampler(max_size=torch.tensor(7)).max_size == 7

@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import torch
+from botorch.exceptions.errors import InputDataError
 from botorch.models.transforms.input import InputTransform
 from botorch.models.transforms.outcome import OutcomeTransform, Standardize
 from botorch.utils.types import DEFAULT, _DefaultType
@@ -83,6 +84,15 @@ class TrainingDataMixin:
             outcome_transform.train()
             Y_tf, Yvar_tf = outcome_transform(train_Y, train_Yvar, X=transformed_X)
             outcome_transform.eval()
+            # The raw data were checked; a transform can still make NaN or
+            # infinity (``Log`` of Y <= 0), which gave all-NaN posteriors.
+            for name, value in (("train_Y", Y_tf), ("train_Yvar", Yvar_tf)):
+                if value is not None and not bool(torch.isfinite(value).all()):
+                    raise InputDataError(
+                        f"The outcome transform {type(outcome_transform).__name__} "
+                        f"made NaN or infinite values of {name} (e.g. Log of a "
+                        "non-positive Y); check the data against the transform."
+                    )
         return transformed_X, outcome_transform, Y_tf, Yvar_tf
 
     def _keep_training_data(
