@@ -44,6 +44,7 @@ from torch import Tensor
 from tqdm.auto import tqdm
 
 from botorch_sketch.bo.triggers import SubsetTrigger
+from botorch_sketch.checks import checked_count
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -304,11 +305,13 @@ def run_bo(
     Returns:
         The run's :class:`BOTrace`.
     """
-    if iterations < 0 or num_initial < 1 or q < 1:
-        raise InputDataError(
-            "iterations must be non-negative, num_initial and q positive; got "
-            f"{iterations}, {num_initial}, {q}."
-        )
+    # Float counts failed inside torch (Sobol draws, ``zeros``); True ran as 1.
+    iterations = checked_count(iterations, "iterations", minimum=0)
+    num_initial = checked_count(num_initial, "num_initial")
+    q = checked_count(q, "q")
+    num_restarts = checked_count(num_restarts, "num_restarts")
+    raw_samples = checked_count(raw_samples, "raw_samples")
+    seed = checked_count(seed, "seed", minimum=0)
     tkwargs = {"dtype": torch.double, "device": problem.bounds.device}
     bounds = problem.bounds.to(**tkwargs)
     unit = torch.stack([torch.zeros(problem.dim), torch.ones(problem.dim)]).to(bounds)

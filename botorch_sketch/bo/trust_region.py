@@ -56,6 +56,8 @@ from botorch.utils.sampling import draw_sobol_samples
 from gpytorch.kernels import Kernel
 from torch import Tensor
 
+from botorch_sketch.checks import checked_count, checked_optional_count
+
 TrustRegionAcquisition = Literal["qlognei", "qlogei", "ts"]
 
 
@@ -95,11 +97,22 @@ class TurboState:
     restart_triggered: bool = False
 
     def __post_init__(self) -> None:
-        if self.dim < 1 or self.batch_size < 1:
-            raise InputDataError(
-                f"dim and batch_size must be positive; got {self.dim} and "
-                f"{self.batch_size}."
-            )
+        # Counts are compared with ``==``: a tolerance of 1.5 was never reached
+        # and the region stopped growing, silently.
+        self.dim = checked_count(self.dim, "dim")
+        self.batch_size = checked_count(self.batch_size, "batch_size")
+        self.success_tolerance = checked_count(
+            self.success_tolerance, "success_tolerance"
+        )
+        self.failure_tolerance = checked_optional_count(
+            self.failure_tolerance, "failure_tolerance"
+        )
+        self.failure_counter = checked_count(
+            self.failure_counter, "failure_counter", minimum=0
+        )
+        self.success_counter = checked_count(
+            self.success_counter, "success_counter", minimum=0
+        )
         if self.failure_tolerance is None:
             self.failure_tolerance = math.ceil(
                 max(4.0 / self.batch_size, self.dim / self.batch_size)
@@ -114,13 +127,6 @@ class TurboState:
                 f"length must lie in (0, length_max={self.length_max}]; got "
                 f"{self.length}."
             )
-        if self.failure_tolerance < 1 or self.success_tolerance < 1:
-            raise InputDataError(
-                "failure_tolerance and success_tolerance must be positive; got "
-                f"{self.failure_tolerance} and {self.success_tolerance}."
-            )
-        if self.failure_counter < 0 or self.success_counter < 0:
-            raise InputDataError("The success and failure counters cannot be negative.")
         if math.isnan(self.best_value):
             raise InputDataError("best_value is NaN.")
 
@@ -388,9 +394,12 @@ def generate_batch(
         A ``batch_size x d`` tensor of points in the trust region.
     """
     _check_data(state, X, Y)
-    q = state.batch_size if batch_size is None else batch_size
-    if q < 1:
-        raise InputDataError(f"batch_size must be positive; got {q}.")
+    q = checked_count(
+        state.batch_size if batch_size is None else batch_size, "batch_size"
+    )
+    num_restarts = checked_count(num_restarts, "num_restarts")
+    raw_samples = checked_count(raw_samples, "raw_samples")
+    num_candidates = checked_optional_count(num_candidates, "num_candidates")
     if not isinstance(acquisition, AcquisitionFunction) and model.num_outputs != 1:
         raise UnsupportedError(
             "generate_batch builds its acquisition for single-output models; pass "

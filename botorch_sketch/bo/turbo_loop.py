@@ -45,6 +45,7 @@ from botorch_sketch.bo.trust_region import (
     restart_state,
     update_state,
 )
+from botorch_sketch.checks import checked_count, checked_optional_count
 
 
 @dataclass
@@ -120,11 +121,14 @@ def run_turbo(
     """
     d = problem.dim
     num_initial = 2 * d if num_initial is None else num_initial
-    if iterations < 0 or num_initial < 1 or batch_size < 1:
-        raise InputDataError(
-            "iterations must be non-negative, num_initial and batch_size positive; "
-            f"got {iterations}, {num_initial}, {batch_size}."
-        )
+    # Float counts failed inside torch (Sobol draws, ``zeros``); True ran as 1.
+    iterations = checked_count(iterations, "iterations", minimum=0)
+    num_initial = checked_count(num_initial, "num_initial")
+    batch_size = checked_count(batch_size, "batch_size")
+    num_restarts = checked_count(num_restarts, "num_restarts")
+    raw_samples = checked_count(raw_samples, "raw_samples")
+    num_candidates = checked_optional_count(num_candidates, "num_candidates")
+    seed = checked_count(seed, "seed", minimum=0)
     if acquisition not in ("qlognei", "qlogei", "ts"):
         raise InputDataError(
             f"Unknown acquisition {acquisition!r}; expected 'qlognei', 'qlogei' or "

@@ -30,9 +30,11 @@ Example:
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import torch
+from botorch import optim
 from botorch.acquisition.acquisition import AcquisitionFunction
 from botorch.exceptions.errors import InputDataError, UnsupportedError
 from botorch.models.model import Model
@@ -57,6 +59,7 @@ from botorch_sketch.acquisition import (
     BKBUpperConfidenceBound,
     qBKBUpperConfidenceBound,
 )
+from botorch_sketch.checks import checked_count
 from botorch_sketch.models import GradientSubsetGP, NystromGP
 
 __all__ = [
@@ -93,6 +96,21 @@ register_with_ax(
 )
 
 
+#: The keyword arguments of the optimisers Ax hands ``optimizer_options`` to
+#: (by search space: continuous, mixed, discrete).
+_OPTIMIZE_ACQF_ARGUMENTS = frozenset(
+    name
+    for optimizer in (
+        optim.optimize_acqf,
+        optim.optimize_acqf_mixed,
+        optim.optimize_acqf_discrete,
+        optim.optimize_acqf_discrete_local_search,
+        optim.optimize_acqf_mixed_alternating,
+    )
+    for name in inspect.signature(optimizer).parameters
+) - {"acq_function"}
+
+
 def _generation_strategy(
     name: str,
     num_initial: int,
@@ -104,9 +122,18 @@ def _generation_strategy(
     seed: int | None,
     use_existing_trials: bool,
 ) -> GenerationStrategy:
-    if not isinstance(num_initial, int) or num_initial < 1:
+    checked_count(num_initial, "num_initial")  # True counted as one trial
+    if seed is not None:
+        # A float or text seed failed at the first trial, in torch.
+        checked_count(seed, "seed", minimum=0)
+    unknown = sorted(set(optimizer_options or {}) - _OPTIMIZE_ACQF_ARGUMENTS)
+    if unknown:
+        # Ax hands them to optimize_acqf at the first model trial, after the
+        # Sobol trials: a TypeError deep inside BoTorch there.
         raise InputDataError(
-            f"num_initial must be a positive integer, got {num_initial}."
+            f"optimizer_options {unknown} are not arguments of optimize_acqf or "
+            "of BoTorch's other acquisition optimisers: "
+            f"{sorted(_OPTIMIZE_ACQF_ARGUMENTS)}."
         )
     if botorch_acqf_class is not None:
         if not (

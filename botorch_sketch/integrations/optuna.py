@@ -346,7 +346,7 @@ class SketchSampler(BaseSampler):
         signs = np.array(
             [1.0 if d == StudyDirection.MAXIMIZE else -1.0 for d in study.directions]
         )
-        train_obj = _finite(signs * np.array([t.values for t in completed]))
+        train_obj = signs * np.array([t.values for t in completed], dtype=np.float64)
         train_con = _constraint_values(completed)
         pending = [
             p
@@ -632,6 +632,8 @@ def _suggest(
     Returns:
         A ``1 x D`` tensor in the unit cube.
     """
+    train_obj = _modelable(train_obj)
+    train_con = None if train_con is None else _modelable(train_con)
     n_obj = train_obj.shape[-1]
     outputs = [(f"objective {i}", train_obj[:, i : i + 1]) for i in range(n_obj)]
     if train_con is not None:
@@ -788,17 +790,34 @@ def _encode(transform: _SearchSpaceTransform, params: list[dict[str, Any]]) -> T
     )
 
 
-def _finite(values: np.ndarray) -> np.ndarray:
-    r"""Replace infinite values by the worst and best finite values per column.
+def _modelable(values: Tensor) -> Tensor:
+    r"""Observed values a GP can model, in the same order per column.
 
-    Optuna accepts ``inf`` objectives; a GP does not.
+    Optuna accepts infinite objectives and constraints; a GP does not: each is
+    replaced by a value one spread of its column's finite values beyond them
+    (and beyond 0, so that an infinite constraint keeps its side). A column
+    beyond ``1e100`` in magnitude is scaled down by a power of two (exact):
+    its squares overflowed in the outcome standardisation. Neither changes
+    which values are better, nor a constraint's sign.
+
+    Args:
+        values: A ``n x k`` tensor (objectives to maximise, or constraints).
+
+    Returns:
+        A new ``n x k`` tensor.
     """
-    values = values.astype(np.float64, copy=True)
-    for column in values.T:
-        finite = column[np.isfinite(column)]
-        low, high = (finite.min(), finite.max()) if finite.size else (0.0, 0.0)
-        column[np.isneginf(column)] = low
-        column[np.isposinf(column)] = high
+    finite = torch.isfinite(values)
+    if not bool(finite.all()):
+        inf = torch.full_like(values, math.inf)
+        high = torch.where(finite, values, -inf).amax(0).nan_to_num(0.0, 0.0, 0.0)
+        low = torch.where(finite, values, inf).amin(0).nan_to_num(0.0, 0.0, 0.0)
+        spread = (high - low).clamp_min(1.0)
+        values = torch.where(values == math.inf, high.clamp_min(0) + spread, values)
+        values = torch.where(values == -math.inf, low.clamp_max(0) - spread, values)
+    scale = values.abs().nan_to_num(0.0).amax(0)
+    if bool((scale > 1e100).any()):
+        exponent = torch.frexp(scale).exponent.to(values.dtype)
+        values = values * torch.where(scale > 1e100, 2.0**-exponent, 1.0)
     return values
 
 

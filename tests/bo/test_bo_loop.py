@@ -86,6 +86,16 @@ def test_bad_arguments_and_plot(tmp_path):
         run_bo(f, ModelSpec("x"), iterations=1, num_initial=3, acquisition="pi", **FAST)
     with pytest.raises(InputDataError, match="num_initial"):
         run_bo(f, ModelSpec("x"), iterations=1, num_initial=0, **FAST)
+    # Float counts failed inside torch's Sobol engine or ``zeros``; True ran.
+    for kwargs, name in (
+        ({"q": 2.0}, "q"),
+        ({"num_initial": 2.5}, "num_initial"),
+        ({"iterations": 2.0}, "iterations"),
+        ({"iterations": True}, "iterations"),
+        ({"seed": 1.5}, "seed"),
+    ):
+        with pytest.raises(InputDataError, match=f"{name} must be an integer"):
+            run_bo(f, ModelSpec("x"), **{"iterations": 1, "num_initial": 3, **kwargs})
     trace = run_bo(f, ModelSpec("x"), iterations=2, num_initial=3, **FAST)
     path = tmp_path / "bo.png"
     plot_bo_traces({"x": [trace, trace]}, str(path), title="Branin")

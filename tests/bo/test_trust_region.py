@@ -123,8 +123,19 @@ def test_bad_state_and_observations():
         TurboState(dim=2, batch_size=1, length_min=-1.0)
     with pytest.raises(InputDataError, match="length_min"):
         TurboState(dim=2, batch_size=1, length_min=2.0)
-    with pytest.raises(InputDataError, match="positive"):
+    with pytest.raises(InputDataError, match="dim must be an integer of at least 1"):
         TurboState(dim=0, batch_size=1)
+    # Counts are compared with ``==``: a tolerance of 1.5 was never reached and
+    # the region stopped growing, silently; a float dim set a tolerance.
+    for kwargs, name in (
+        ({"success_tolerance": 1.5}, "success_tolerance"),
+        ({"failure_tolerance": 2.5}, "failure_tolerance"),
+        ({"dim": 2.0}, "dim"),
+        ({"batch_size": True}, "batch_size"),
+        ({"failure_counter": -1}, "failure_counter"),
+    ):
+        with pytest.raises(InputDataError, match=f"{name} must be an integer"):
+            TurboState(**{"dim": 2, "batch_size": 1, **kwargs})
     with pytest.raises(InputDataError, match="tolerance"):
         TurboState(dim=2, batch_size=1, success_tolerance=0)
     state = TurboState(dim=2, batch_size=1)

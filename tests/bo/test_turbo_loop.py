@@ -123,6 +123,13 @@ def test_bad_arguments_and_plot(tmp_path):
         run_turbo(f, ModelSpec("x"), iterations=1, batch_size=0, **FAST)
     with pytest.raises(InputDataError, match="num_initial"):
         run_turbo(f, ModelSpec("x"), iterations=1, num_initial=0, **FAST)
+    for kwargs, name in (
+        ({"batch_size": 1.5}, "batch_size"),
+        ({"num_candidates": -1}, "num_candidates"),
+        ({"raw_samples": 0}, "raw_samples"),
+    ):
+        with pytest.raises(InputDataError, match=f"{name} must be an integer"):
+            run_turbo(f, ModelSpec("x"), **{"iterations": 1, **FAST, **kwargs})
     with pytest.raises(InputDataError, match="Unknown acquisition"):
         run_turbo(f, ModelSpec("x"), iterations=1, acquisition="pi", **FAST)
     trace = run_turbo(f, ModelSpec("x"), iterations=2, **FAST)

@@ -238,6 +238,16 @@ def test_default_generation_strategy_uses_ax_default_model():
         ({"model_class": torch.nn.Linear}, UnsupportedError, "model_class"),
         ({"botorch_acqf_class": NystromGP}, UnsupportedError, "botorch_acqf_class"),
         ({"botorch_acqf_options": {"beta": 1.0}}, InputDataError, "botorch_acqf_class"),
+        # These failed only at the first trial (the seed) or the first model
+        # trial, after the Sobol trials (the option), inside torch or BoTorch.
+        ({"num_initial": True}, InputDataError, "num_initial must be an integer"),
+        ({"seed": "x"}, InputDataError, "seed must be an integer"),
+        ({"seed": 1.5}, InputDataError, "seed must be an integer"),
+        (
+            {"optimizer_options": {"num_restarts": 2, "bogus": 1}},
+            InputDataError,
+            r"optimizer_options \['bogus'\] are not arguments of optimize_acqf",
+        ),
     ],
 )
 def test_bad_arguments(kwargs, error, match):

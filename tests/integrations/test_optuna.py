@@ -326,6 +326,37 @@ def test_constraints_set_on_the_trial():
     assert sum(x <= 0.05 for x in model_x) >= 6
 
 
+def test_infinite_constraints_and_huge_values_are_modelled_in_order():
+    # A +inf constraint raised "train_Y contains infinite values" out of
+    # optimize; objectives near 1e160 overflowed in the standardisation.
+    values = torch.tensor(
+        [[1e160, -math.inf], [1.0, 2.0], [-3e159, math.inf], [2.0, 0.5]],
+        dtype=torch.double,
+    )
+    modelled = sketch_optuna._modelable(values)
+    assert bool(torch.isfinite(modelled).all())
+    for column in range(2):
+        order = values[:, column].argsort()
+        assert torch.equal(modelled[:, column].argsort(), order)
+        assert torch.equal(modelled[:, column].sign(), values[:, column].sign())
+    assert modelled[:, 1].tolist() == [-1.5, 2.0, 3.5, 0.5]
+    assert modelled[:, 0].abs().max() <= 1
+
+    def objective(trial):
+        x = trial.suggest_float("x", 0, 1)
+        trial.suggest_float("y", 0, 1)
+        trial.set_constraint("c", math.inf if trial.number == 1 else x - 0.5)
+        return 1e160 * x if trial.number < 3 else x
+
+    study = optuna.create_study(
+        sampler=SketchSampler(seed=2, n_startup_trials=4, **FAST)
+    )
+    study.optimize(objective, n_trials=6)
+    states = [t.state for t in study.trials]
+    assert states.count(optuna.trial.TrialState.COMPLETE) == 6
+    assert len(model_based(study)) == 2
+
+
 def test_gradient_subset_model_and_factory(pending_log):
     sizes = []
 

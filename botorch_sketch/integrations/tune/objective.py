@@ -185,8 +185,14 @@ def call_objective(
 
 
 def is_failure(values: Mapping[str, float]) -> bool:
-    r"""Whether any value is NaN (a failed trial, as in Ax and Optuna)."""
-    return any(math.isnan(v) for v in values.values())
+    r"""Whether any value is NaN or infinite (a failed trial).
+
+    NaN fails a trial in Ax and Optuna. An infinite value failed it too in
+    effect: Ax recorded it as complete, then could not fit a model to it
+    (every later suggestion, and every resume, raised), so both backends
+    treat it as a failed evaluation.
+    """
+    return not all(math.isfinite(v) for v in values.values())
 
 
 def _short(value: Any) -> str:

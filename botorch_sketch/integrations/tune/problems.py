@@ -50,6 +50,18 @@ class Param:
                 f"{self.name}: the lower bound {self.low:g} must be below the upper "
                 f"bound {self.high:g}."
             )
+        if not math.isfinite(self.high - self.low):
+            # Sobol points are low + u (high - low): an overflowing width
+            # handed the objective NaN parameters.
+            raise ValueError(
+                f"{self.name}: the range [{self.low:g}, {self.high:g}] is too wide "
+                "to sample (high - low overflows); rescale the parameter."
+            )
+        if self.kind == "int" and max(abs(self.low), abs(self.high)) > 2**53:
+            raise ValueError(
+                f"{self.name}: integer bounds must lie within +-2^53 (exact as "
+                f"floats), got [{self.low:g}, {self.high:g}]."
+            )
         if self.log and self.low <= 0:
             raise ValueError(
                 f"{self.name}: a log-scale range needs a positive lower bound, got "

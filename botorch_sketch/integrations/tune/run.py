@@ -931,11 +931,17 @@ def ax_objective(objectives: Mapping[str, str]) -> str:
 def _new_client(config: TuneConfig) -> Any:
     Client, _, _ = _ax()
     gs = generation_strategy(config)
+    from ax.exceptions.core import UserInputError
+
     client = Client(random_seed=config.seed)
-    client.configure_experiment(
-        name=f"tune-{config.name()}",
-        parameters=[ax_parameter(p) for p in config.params()],
-    )
+    try:
+        client.configure_experiment(
+            name=f"tune-{config.name()}",
+            parameters=[ax_parameter(p) for p in config.params()],
+        )
+    except UserInputError as e:
+        # Ax's own limits on a space (e.g. a range narrower than 1.5e-5).
+        raise TuneError(f"Ax refuses the search space: {e}") from None
     client.configure_optimization(objective=ax_objective(config.objectives))
     client.set_generation_strategy(generation_strategy=gs)
     return client
@@ -1241,7 +1247,7 @@ def _loop(
 
 
 def _suggest(client: Any, wanted: int, others_running: bool) -> dict[int, Any]:
-    from ax.exceptions.core import DataRequiredError
+    from ax.exceptions.core import DataRequiredError, SearchSpaceExhausted
     from ax.exceptions.generation_strategy import (
         GenerationStrategyRepeatedPoints,
         MaxParallelismReachedException,
@@ -1254,7 +1260,7 @@ def _suggest(client: Any, wanted: int, others_running: bool) -> dict[int, Any]:
         if others_running:
             return {}
         raise
-    except GenerationStrategyRepeatedPoints as e:
+    except (GenerationStrategyRepeatedPoints, SearchSpaceExhausted) as e:
         raise TuneError(
             f"Ax proposes only points it has tried already ({e}); the search "
             "space may be too small for the requested number of trials"

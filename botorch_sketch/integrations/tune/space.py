@@ -123,7 +123,11 @@ def parse_entry(name: str, entry: Any) -> SpaceParam:
                 f"{where}: 'choices' must be a list of at least two texts, numbers "
                 f"or booleans, got {_short(choices)}"
             )
-        keys = [(type(c), c) for c in choices]
+        # 1 and 1.0 are one value to Ax and Optuna; True is not 1.
+        keys = [
+            (type(c), c) if isinstance(c, (str, bool)) else (float, float(c))
+            for c in choices
+        ]
         if len(set(keys)) != len(keys):
             raise ValueError(f"{where}: 'choices' repeats a value: {_short(choices)}")
         return Choice(name, tuple(choices))

@@ -162,6 +162,43 @@ def test_nan_fails_the_trial_and_the_run_goes_on(space_file, tmp_path):
     assert states.count(TrialState.FAIL) == len(failed)
 
 
+def test_a_space_ax_refuses_exits_with_its_reason(tmp_path, capsys):
+    # Ax's own limit (a range narrower than 1.5e-5) was a traceback.
+    path = tmp_path / "space.json"
+    path.write_text(json.dumps(_space(x={"type": "float", "low": 0, "high": 1e-300})))
+    argv = ["--objective", "toy_objectives:quadratic", "--space", str(path)]
+    assert tune(*argv, "--checkpoint", str(tmp_path / "x.json"), *FAST) == 2
+    err = capsys.readouterr().err
+    assert "Ax refuses the search space: Parameter x's range" in err
+
+
+def test_an_exhausted_discrete_space_exits_with_a_reason(tmp_path, capsys):
+    # Three points and four trials: Ax's SearchSpaceExhausted was a traceback.
+    path = tmp_path / "space.json"
+    path.write_text(json.dumps({"n": {"type": "int", "low": 1, "high": 3}}))
+    argv = ["--objective", "toy_objectives:size", "--space", str(path)]
+    argv += ["--trials", "4", "--initial", "3"]
+    assert tune(*argv, "--checkpoint", str(tmp_path / "x.json"), *FAST) == 2
+    assert "the search space may be too small" in capsys.readouterr().err
+
+
+def test_an_infinite_value_fails_the_trial_and_an_ax_run_goes_on(space_file, tmp_path):
+    # Ax recorded an infinite value as complete and could not fit a model to
+    # it: every later suggestion, and every resume, raised DataRequiredError.
+    path = tmp_path / "inf.json"
+    argv = ["--objective", "toy_objectives:inf_above", "--space", space_file]
+    argv += ["--backend", "ax", "--trials", "6", "--initial", "4"]
+    assert tune(*argv, "--checkpoint", str(path), *FAST) == 0
+    record = _record(path)
+    failed = [t for t in record["trials"].values() if "failed" in t]
+    assert failed and all("inf}" in t["failed"] for t in failed)
+    done = [t for t in record["trials"].values() if "score" in t]
+    assert len(done) == 6 and all(math.isfinite(t["score"]) for t in done)
+    assert (
+        tune(*argv, "--trials", "7", "--checkpoint", str(path), "--resume", *FAST) == 0
+    )
+
+
 @pytest.mark.parametrize("backend", ["ax", "optuna"])
 def test_second_run_on_a_locked_checkpoint_refuses(
     backend, space_file, tmp_path, capsys
@@ -218,6 +255,18 @@ def _space(**entries):
         (
             _space(kind={"type": "categorical", "choices": ["a", "a"]}),
             "parameter 'kind': 'choices' repeats a value",
+        ),
+        (
+            _space(kind={"type": "categorical", "choices": [1, 1.0]}),
+            "parameter 'kind': 'choices' repeats a value",
+        ),
+        (
+            _space(x={"type": "float", "low": -1e308, "high": 1e308}),
+            "parameter 'x': the range [-1e+308, 1e+308] is too wide to sample",
+        ),
+        (
+            _space(n={"type": "int", "low": 0, "high": 1e300}),
+            "parameter 'n': integer bounds must lie within +-2^53",
         ),
     ],
 )

@@ -29,3 +29,15 @@ def nan_above(params):
 def text(params):
     """Returns a text: a bad return value."""
     return "high"
+
+
+def inf_above(params):
+    """Infinity for x above 0.8 (minus infinity below 0.05), else a float."""
+    if params["x"] > 0.8:
+        return math.inf
+    return -math.inf if params["x"] < 0.05 else (params["x"] - 0.3) ** 2
+
+
+def size(params):
+    """The integer parameter n as a float (a space of n alone)."""
+    return float(params["n"])
