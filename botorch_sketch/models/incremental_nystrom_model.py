@@ -29,10 +29,11 @@ from gpytorch.distributions import MultivariateNormal
 from linear_operator import to_linear_operator
 from torch import Tensor
 
+from botorch_sketch.models.single_output import NoFantasiesMixin, SingleOutputMixin
 from botorch_sketch.sketching.incremental import IncrementalNystrom
 
 
-class IncrementalNystromModel(Model):
+class IncrementalNystromModel(SingleOutputMixin, NoFantasiesMixin, Model):
     r"""A single-output BoTorch model reading an :class:`IncrementalNystrom`."""
 
     def __init__(self, model: IncrementalNystrom) -> None:

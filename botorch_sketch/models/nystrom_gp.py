@@ -66,6 +66,7 @@ from botorch_sketch.models.nystrom.fitting import (
 )
 from botorch_sketch.models.nystrom.inducing import InducingSetMixin
 from botorch_sketch.models.nystrom.state import PosteriorStateMixin
+from botorch_sketch.models.single_output import SingleOutputMixin
 from botorch_sketch.models.validation import (
     check_fit_subset_size,
     check_gaussian_likelihood,
@@ -83,6 +84,7 @@ __all__ = ["ExactRegimeWarning", "NystromGP"]
 
 
 class NystromGP(
+    SingleOutputMixin,
     TrainingDataMixin,
     InducingSetMixin,
     NystromFittingMixin,
@@ -356,7 +358,15 @@ class NystromGP(
         # One mechanism with the bandits' online model: a Woodbury step on the
         # weight posterior, batched over fantasies (no new m x m factorisation).
         online = state.copy()
-        with torch.no_grad():
+        # A graph where the new observations carry one: acquisition functions
+        # that look ahead (qKG, qNIPV) differentiate the fantasy model with
+        # respect to X (under no_grad, qKG's candidate never moved). A loop
+        # that chains conditionings (IncrementalGP) passes plain data and keeps
+        # no graph of the hyperparameters from one step to the next.
+        needs_graph = torch.is_grad_enabled() and any(
+            t is not None and t.requires_grad for t in (X, Y, noise)
+        )
+        with torch.set_grad_enabled(needs_graph):
             residual = Y_tf.squeeze(-1) - self.mean_module(X_tf)
             new = online.absorb(embedding, X_tf, residual, noise_tf)
         model = self._copy_sharing_data()

@@ -63,6 +63,7 @@ from linear_operator import to_linear_operator
 from torch import Tensor
 
 from botorch_sketch.checks import checked_real
+from botorch_sketch.models.single_output import NoFantasiesMixin, SingleOutputMixin
 from botorch_sketch.models.validation import check_test_inputs, check_training_data
 from botorch_sketch.sketching.features import FeatureMap, IdentityFeatures
 from botorch_sketch.sketching.ridge import OnlineRidge
@@ -76,7 +77,7 @@ from botorch_sketch.sketching.sgd import (
 )
 
 
-class SGDLinearModel(Model):
+class SGDLinearModel(SingleOutputMixin, NoFantasiesMixin, Model):
     r"""Bayesian linear regression on features, mean by SGD, variance exact or tracked.
 
     Example:

@@ -20,3 +20,29 @@ def test_posterior_matches_the_model(tkwargs, online_nystrom):
     assert torch.allclose(noisy.variance, post.variance + 0.5)
     with pytest.raises(UnsupportedError):
         wrapper.posterior(X, output_indices=[1])
+
+
+def test_single_output_conventions_of_the_models_without_fantasies(
+    tkwargs, online_nystrom
+):
+    # subset_output was BoTorch's bare NotImplementedError (SingleTaskGP
+    # returns itself for [0]); qKnowledgeGradient failed on an AttributeError.
+    from botorch.acquisition import qKnowledgeGradient
+
+    from botorch_sketch import NystromGP
+    from botorch_sketch.models.sgd_linear import SGDLinearModel
+
+    X = torch.rand(30, 2, **tkwargs)
+    Y = X.sum(-1, keepdim=True)
+    models = [
+        IncrementalNystromModel(online_nystrom),
+        SGDLinearModel(X, Y),
+        NystromGP(X, Y),
+    ]
+    for model in models:
+        assert model.subset_output([0]) is model
+        with pytest.raises(UnsupportedError, match="one output"):
+            model.subset_output([1])
+    for model in models[:2]:
+        with pytest.raises(UnsupportedError, match="does not support fantasies"):
+            qKnowledgeGradient(model, num_fantasies=2)(torch.rand(1, 3, 2, **tkwargs))

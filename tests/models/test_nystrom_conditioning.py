@@ -115,3 +115,42 @@ def test_the_gp_and_the_bandit_model_share_one_online_posterior(tkwargs):
     post = model.posterior(Xt.unsqueeze(-2))
     torch.testing.assert_close(post.mean.reshape(-1), mean, rtol=0, atol=1e-9)
     torch.testing.assert_close(post.variance.reshape(-1), var, rtol=0, atol=1e-9)
+
+
+def test_a_conditioned_model_is_differentiable_in_the_new_inputs(tkwargs):
+    # Conditioning ran under no_grad: qKnowledgeGradient's gradient in the
+    # candidate was exactly 0 (optimize_acqf returned its starting point) and
+    # qNegIntegratedPosteriorVariance failed inside autograd.
+    from botorch.acquisition import qKnowledgeGradient
+    from botorch.acquisition.active_learning import qNegIntegratedPosteriorVariance
+
+    X, Y = _data(120, **tkwargs)
+    model = _model(X, Y, X[:30], **tkwargs)
+    # Fantasies: batched conditioning, as the look-ahead acquisitions use it.
+    x = torch.rand(2, 3, 2, **tkwargs).requires_grad_(True)
+    conditioned = model.condition_on_observations(x, torch.zeros(4, 2, 3, 1, **tkwargs))
+    conditioned.posterior(torch.rand(5, 2, **tkwargs)).variance.sum().backward()
+    assert x.grad is not None and float(x.grad.abs().sum()) > 0
+    torch.manual_seed(0)
+    kg = qKnowledgeGradient(model, num_fantasies=4)
+    candidates = torch.rand(2, 5, 2, **tkwargs).requires_grad_(True)
+    kg(candidates).sum().backward()
+    assert float(candidates.grad[:, 0].abs().sum()) > 0  # the actual candidate
+    nipv = qNegIntegratedPosteriorVariance(
+        model, mc_points=torch.rand(16, 2, **tkwargs)
+    )
+    point = torch.rand(1, 1, 2, **tkwargs).requires_grad_(True)
+    nipv(point).sum().backward()
+    assert float(point.grad.abs().sum()) > 0
+
+
+def test_chained_conditioning_on_plain_data_keeps_no_graph(tkwargs):
+    # Hyperparameters require grad; a loop's observations do not: the chain
+    # must not hold a graph of every step (memory and time grew with it).
+    X, Y = _data(80, **tkwargs)
+    model = _model(X[:40], Y[:40], X[:20], **tkwargs)
+    for i in range(40, 45):
+        model = model.condition_on_observations(X[i : i + 1], Y[i : i + 1])
+    _, online = model._posterior_state()
+    assert not online.weights64.requires_grad
+    assert not online.weight_covariance.requires_grad
