@@ -296,6 +296,30 @@ class NystromGP(
             return posterior_transform(posterior)
         return posterior
 
+    def forward(self, x: Tensor) -> MultivariateNormal:
+        r"""What ``model(x)`` gives for BoTorch's exact GPs.
+
+        In training mode the prior at the input-transformed ``x``; in eval mode
+        the latent posterior at ``x`` taken as already transformed, in the
+        model's (outcome-transformed) units, as ``SingleTaskGP(x)``. GIBBON's
+        batch term (``qLowerBoundMaxValueEntropy`` at q > 1) reads it; without
+        it ``model(x)`` was gpytorch's bare ``NotImplementedError``.
+
+        Args:
+            x: A ``batch_shape x q x d`` tensor.
+
+        Returns:
+            A ``MultivariateNormal`` over the ``q`` points.
+        """
+        if self.training:
+            x = self.transform_inputs(x)
+            return MultivariateNormal(self.mean_module(x), self.covar_module(x))
+        delta, covar = self._posterior_readout()(x, self.covar_module(x).to_dense())
+        mean = self.mean_module(x) + delta
+        shape = torch.broadcast_shapes(mean.shape, covar.shape[:-1])
+        covar = covar.expand(shape + covar.shape[-1:])
+        return MultivariateNormal(mean.expand(shape), to_linear_operator(covar))
+
     def _observation_noise(
         self, observation_noise: bool | Tensor, covar: Tensor
     ) -> Tensor | None:

@@ -97,3 +97,46 @@ def test_model_list_of_nystrom_gps(tkwargs):
     fit_gpytorch_mll(SumMarginalLogLikelihood(model.likelihood, model))
     post = model.posterior(torch.rand(4, 2, **tkwargs))
     assert post.mean.shape == (4, 2)
+
+
+def test_model_call_and_gibbon_batches_match_single_task_gp(tkwargs):
+    # GIBBON at q > 1 reads ``model(X)``, which was gpytorch's bare
+    # NotImplementedError; with every input inducing, it equals SingleTaskGP's.
+    import warnings
+
+    from botorch.acquisition.max_value_entropy_search import (
+        qLowerBoundMaxValueEntropy,
+    )
+    from botorch.models import SingleTaskGP
+
+    g = torch.Generator().manual_seed(0)
+    X = torch.rand(30, 3, generator=g, **tkwargs)
+    Y = torch.sin(5 * X).sum(-1, keepdim=True)
+    Y = Y + 0.05 * torch.randn(30, 1, generator=g, **tkwargs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = NystromGP(X, Y).eval()
+        twin = SingleTaskGP(X, Y)
+    assert model.inducing_index.numel() == 30
+    twin.load_state_dict(model.state_dict(), strict=False)
+    twin.eval()
+    Xt = torch.rand(4, 5, 3, generator=g, **tkwargs)
+    ours, theirs = model(Xt), twin(Xt)
+    torch.testing.assert_close(ours.mean, theirs.mean, rtol=0, atol=1e-10)
+    torch.testing.assert_close(
+        ours.covariance_matrix, theirs.covariance_matrix, rtol=0, atol=1e-10
+    )
+    candidates = torch.rand(100, 3, generator=g, **tkwargs)
+    pending = torch.rand(2, 3, generator=g, **tkwargs)
+    values = []
+    for m in (model, twin):
+        torch.manual_seed(5)
+        acqf = qLowerBoundMaxValueEntropy(m, candidates, X_pending=pending)
+        values.append(acqf(Xt[:, :1]))
+    torch.testing.assert_close(values[0], values[1], rtol=0, atol=1e-9)
+    model.train()
+    prior = model(Xt)
+    torch.testing.assert_close(
+        prior.covariance_matrix, model.covar_module(Xt).to_dense(), rtol=0, atol=0
+    )
+    model.eval()
