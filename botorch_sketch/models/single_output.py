@@ -30,7 +30,9 @@ class SingleOutputMixin:
             The model itself.
         """
         if list(idcs) != [0]:
-            raise UnsupportedError(
+            # NotImplementedError, as BoTorch's base class raises: callers such
+            # as Ax's ``subset_model`` catch it and keep the whole model.
+            raise NotImplementedError(
                 f"{type(self).__name__} has one output; subset_output takes [0], "
                 f"got {list(idcs)}."
             )

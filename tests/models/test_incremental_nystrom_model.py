@@ -41,7 +41,7 @@ def test_single_output_conventions_of_the_models_without_fantasies(
     ]
     for model in models:
         assert model.subset_output([0]) is model
-        with pytest.raises(UnsupportedError, match="one output"):
+        with pytest.raises(NotImplementedError, match="one output"):
             model.subset_output([1])
     for model in models[:2]:
         with pytest.raises(UnsupportedError, match="does not support fantasies"):
