@@ -137,15 +137,19 @@ def test_bad_input(tkwargs):
 
 
 @pytest.mark.parametrize("scale, dtype", [(1.0, torch.float), (1e4, torch.double)])
-def test_more_points_than_features_sample_without_a_factorisation_error(scale, dtype):
+def test_more_points_than_features_sample_without_a_factorisation_error(
+    scale, dtype, tkwargs
+):
     # q > d makes the posterior covariance rank-deficient: a dense covariance
     # was factorised at once by torch's MultivariateNormal and failed in
     # float32, or with large features, where the fixed jitter was too small.
-    g = torch.Generator().manual_seed(0)
-    X = scale * torch.rand(50, 2, generator=g, dtype=dtype)
-    Y = X.sum(-1, keepdim=True) + 0.1 * torch.randn(50, 1, generator=g, dtype=dtype)
+    g = torch.Generator().manual_seed(0)  # on the CPU, then moved
+    kw = {"dtype": dtype, "device": tkwargs["device"]}
+    X = (scale * torch.rand(50, 2, generator=g, dtype=dtype)).to(**kw)
+    noise = 0.1 * torch.randn(50, 1, generator=g, dtype=dtype).to(**kw)
+    Y = X.sum(-1, keepdim=True) + noise
     model = SGDLinearModel(X, Y, generator=torch.Generator().manual_seed(1))
-    test = scale * torch.rand(6, 2, generator=g, dtype=dtype)
+    test = (scale * torch.rand(6, 2, generator=g, dtype=dtype)).to(**kw)
     posterior = model.posterior(test)
     samples = posterior.rsample(torch.Size([64]))
     assert samples.shape == (64, 6, 1) and bool(torch.isfinite(samples).all())
