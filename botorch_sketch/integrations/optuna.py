@@ -270,7 +270,8 @@ class SketchSampler(BaseSampler):
         # space: a completed trial's parameters never change, and encoding
         # every trial anew each time costs more than the model at n = 1000.
         self._encoded: dict[int, np.ndarray] = {}
-        self._lock = threading.Lock()
+        # Re-entrant: a suggestion holds it and fits models, which take it too.
+        self._lock = threading.RLock()
 
     def __getstate__(self) -> dict[str, Any]:
         r"""Pickle without the lock (Optuna's way to save a sampler's state)."""
@@ -282,7 +283,7 @@ class SketchSampler(BaseSampler):
         r"""Restore a pickled sampler with a new lock."""
         self.__dict__.update(state)
         self.__dict__.setdefault("_encoded", {})
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
 
     def reseed_rng(self) -> None:
         r"""Reseed the random generators (Optuna calls this for ``n_jobs > 1``)."""
@@ -318,6 +319,18 @@ class SketchSampler(BaseSampler):
         """
         if not search_space:
             return {}
+        # One suggestion at a time within a process: with ``n_jobs > 1`` two
+        # threads that both read the trials before either had shared its
+        # parameters saw no pending point and could propose the same one.
+        with self._lock:
+            return self._sample_relative(study, trial, search_space)
+
+    def _sample_relative(
+        self,
+        study: Study,
+        trial: FrozenTrial,
+        search_space: dict[str, BaseDistribution],
+    ) -> dict[str, Any]:
         trials = study.get_trials(
             deepcopy=False, states=(TrialState.COMPLETE, TrialState.RUNNING)
         )
