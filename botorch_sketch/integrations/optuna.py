@@ -33,8 +33,10 @@ import inspect
 import json
 import logging
 import math
+import numbers
 import threading
 import warnings
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -58,7 +60,7 @@ from botorch.optim import optimize_acqf
 from botorch.sampling import SobolQMCNormalSampler
 from botorch.utils.multi_objective.hypervolume import infer_reference_point
 from botorch.utils.multi_objective.pareto import is_non_dominated
-from botorch.utils.sampling import manual_seed
+from botorch.utils.sampling import draw_sobol_samples, manual_seed
 from botorch.utils.transforms import normalize, unnormalize
 from gpytorch.mlls import ExactMarginalLogLikelihood
 from torch import Tensor
@@ -66,7 +68,11 @@ from torch import Tensor
 try:
     # Optuna's own one-hot / log / step encoding, as its BoTorchSampler uses it.
     from optuna._transform import _SearchSpaceTransform
-    from optuna.distributions import BaseDistribution
+    from optuna.distributions import (
+        BaseDistribution,
+        FloatDistribution,
+        IntDistribution,
+    )
     from optuna.samplers import BaseSampler, RandomSampler
     from optuna.search_space import IntersectionSearchSpace
     from optuna.study import Study, StudyDirection
@@ -115,7 +121,11 @@ class SketchSampler(BaseSampler):
     returned is the best rounded point, not the rounding of the best relaxed one.
     This costs one optimisation whatever the number of categories, where
     ``optimize_acqf_mixed`` would run one per combination of categories
-    (exponential in the number of categorical parameters).
+    (exponential in the number of categorical parameters). A rounded point
+    that repeats a completed or running trial is passed over for the best one
+    that does not (from the restarts, else from the rounded raw samples) while
+    there is one. Values come back as Python ``float`` and ``int`` (categorical
+    choices as given), as Optuna's own samplers return them.
 
     As Optuna's ``GPSampler`` does, the sampler:
 
@@ -173,6 +183,7 @@ class SketchSampler(BaseSampler):
                 ``{"subset_size": 100}`` for ``GradientSubsetGP``.
             seed: Seed for the independent sampler and for the acquisition's
                 quasi-random draws and restarts; a seeded sequential study repeats.
+                None or an integer in ``[0, 2**32)`` (NumPy's range).
             independent_sampler: Sampler for the startup trials and for parameters
                 outside the relative search space; ``RandomSampler(seed)`` if None.
             n_startup_trials: Number of completed trials before the model is used
@@ -227,6 +238,15 @@ class SketchSampler(BaseSampler):
                 "model_options are passed to a model class; a factory takes its "
                 "options itself (use functools.partial)."
             )
+        if seed is not None and (
+            isinstance(seed, bool)
+            or not isinstance(seed, numbers.Integral)
+            or not 0 <= seed < 2**32
+        ):
+            # NumPy's own error comes later and names a cast, not the argument.
+            raise InputDataError(
+                f"seed must be None or an integer in [0, 2**32); got {seed!r}."
+            )
         _check_int("n_startup_trials", n_startup_trials, 0)
         _check_int("num_restarts", num_restarts, 1)
         _check_int("raw_samples", raw_samples, 1)
@@ -248,6 +268,7 @@ class SketchSampler(BaseSampler):
             )
         self._model = model
         self._model_options = dict(model_options or {})
+        seed = None if seed is None else int(seed)
         self._rng = np.random.RandomState(seed)
         self._independent_sampler = independent_sampler or RandomSampler(seed=seed)
         self._intersection_search_space = IntersectionSearchSpace()
@@ -270,6 +291,13 @@ class SketchSampler(BaseSampler):
         # space: a completed trial's parameters never change, and encoding
         # every trial anew each time costs more than the model at n = 1000.
         self._encoded: dict[int, np.ndarray] = {}
+        # The study all of the above describe, as (storage, study id): trial
+        # ids are unique within one storage only (each in-memory study starts
+        # again at 0), so the state is dropped when the sampler moves to
+        # another study. A weak reference, so that the sampler neither keeps
+        # a finished study's storage alive nor mistakes a new storage that
+        # reuses a freed one's address for it.
+        self._study_key: tuple[weakref.ref, int] | None = None
         # Re-entrant: a suggestion holds it and fits models, which take it too.
         self._lock = threading.RLock()
 
@@ -277,12 +305,17 @@ class SketchSampler(BaseSampler):
         r"""Pickle without the lock (Optuna's way to save a sampler's state)."""
         state = self.__dict__.copy()
         del state["_lock"]
+        # A weak reference does not pickle: the restored sampler encodes its
+        # next study's trials afresh but keeps the fitted hyperparameters
+        # (see ``_sample_relative``).
+        state["_study_key"] = None
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         r"""Restore a pickled sampler with a new lock."""
         self.__dict__.update(state)
         self.__dict__.setdefault("_encoded", {})
+        self.__dict__.setdefault("_study_key", None)
         self._lock = threading.RLock()
 
     def reseed_rng(self) -> None:
@@ -349,6 +382,17 @@ class SketchSampler(BaseSampler):
             for t in trials
             if t.state == TrialState.RUNNING and t._trial_id != trial._trial_id
         ]
+        key = self._study_key
+        if key is None or key[0]() is not study._storage or key[1] != study._study_id:
+            # Another study, whose trial ids may be the cached ones (each
+            # in-memory study counts from 0): its encodings would be another
+            # study's parameters. Models and hyperparameters fitted to another
+            # study's objective go too, but not those of a sampler just
+            # unpickled (no key), most likely to resume the same study.
+            if key is not None:
+                self._warm_space = None
+            self._study_key = (weakref.ref(study._storage), study._study_id)
+            self._encoded = {}
         if self._warm_space != search_space:
             self._warm_space = dict(search_space)
             self._warm_states = {}
@@ -387,7 +431,9 @@ class SketchSampler(BaseSampler):
                 round_to_grid=_rounding(transform, search_space),
                 analytic=self._analytic,
             )
-        params = transform.untransform(candidate.squeeze(0).numpy())
+        params = _plain_values(
+            transform.untransform(candidate.squeeze(0).numpy()), search_space
+        )
         _share_relative_params(study, trial, params)
         return params
 
@@ -444,7 +490,16 @@ class SketchSampler(BaseSampler):
     def _fit(self, train_X: Tensor, train_Y: Tensor, name: str) -> Model:
         r"""Build and fit one output's model, warm-started when possible."""
         if not isinstance(self._model, type):
-            return self._model(train_X, train_Y)
+            model = self._model(train_X, train_Y)
+            if not isinstance(model, Model):
+                # Else an AttributeError deep in the acquisition, about
+                # ``posterior``, names neither the factory nor what it returned.
+                factory = getattr(self._model, "__qualname__", repr(self._model))
+                raise InputDataError(
+                    f"The model factory {factory} must return a fitted BoTorch "
+                    f"Model; it returned a {type(model).__name__}."
+                )
+            return model
         with self._lock, warnings.catch_warnings():
             # Being exact below a few hundred trials is intended, not news.
             warnings.simplefilter("ignore", ExactRegimeWarning)
@@ -588,6 +643,20 @@ def _candidates(
     analytic: bool = False,
 ) -> Tensor:
     r"""The body of both candidates functions, in ``train_x``'s space."""
+    D = train_x.shape[-1]
+    if train_x.dim() != 2 or bounds.shape != (2, D):
+        # Else a size mismatch deep in ``normalize`` that names neither.
+        raise InputDataError(
+            f"bounds must be a 2 x D tensor for train_x of shape n x D; got "
+            f"bounds of shape {tuple(bounds.shape)} for train_x of shape "
+            f"{tuple(train_x.shape)}."
+        )
+    if pending_x is not None and (pending_x.dim() != 2 or pending_x.shape[-1] != D):
+        raise InputDataError(
+            f"pending_x must be a p x D tensor for train_x of shape n x D; got "
+            f"pending_x of shape {tuple(pending_x.shape)} for train_x of shape "
+            f"{tuple(train_x.shape)}."
+        )
     tkwargs = {"dtype": torch.float64, "device": train_x.device}
     bounds = bounds.to(**tkwargs)
     candidate = _suggest(
@@ -608,7 +677,12 @@ def _candidates(
         round_to_grid=None,
         analytic=analytic,
     )
-    return unnormalize(candidate, bounds)
+    # Strictly below the upper bounds: Optuna's untransform (BoTorchSampler's)
+    # returns a continuous parameter at its upper bound as the
+    # ``numpy.float64`` one step below it, and anything under that as a Python
+    # float. Integer and one-hot columns round as before.
+    below = torch.nextafter(bounds[1], bounds[0])
+    return unnormalize(candidate, bounds).clamp(bounds[0], below)
 
 
 def _suggest(
@@ -668,7 +742,7 @@ def _suggest(
         with torch.no_grad():
             best_f = model.posterior(train_X.unsqueeze(-2)).mean.max()
         acqf = LogExpectedImprovement(model=model, best_f=best_f)
-        return _maximise(acqf, train_X, num_restarts, raw_samples, round_to_grid)
+        return _maximise(acqf, train_X, None, num_restarts, raw_samples, round_to_grid)
     sampler = SobolQMCNormalSampler(torch.Size([mc_samples]), seed=seed)
     baseline = _baseline(model, train_X, n_obj, max_baseline)
     if n_obj == 1:
@@ -703,19 +777,38 @@ def _suggest(
             X_pending=pending_X,
             prune_baseline=True,
         )
-    return _maximise(acqf, train_X, num_restarts, raw_samples, round_to_grid)
+    return _maximise(acqf, train_X, pending_X, num_restarts, raw_samples, round_to_grid)
 
 
 def _maximise(
     acqf: AcquisitionFunction,
     train_X: Tensor,
+    pending_X: Tensor | None,
     num_restarts: int,
     raw_samples: int,
     round_to_grid: Callable[[Tensor], Tensor] | None,
 ) -> Tensor:
-    r"""The best (rounded) restart of ``optimize_acqf`` over the unit cube."""
+    r"""The best (rounded) restart of ``optimize_acqf`` that is a new point.
+
+    Rounding can snap every restart back onto an observed or running
+    configuration (the acquisition is low there, not minus infinity), which
+    would repeat a trial. The best restart that is neither is returned; if
+    there is none, the best of the rounded raw samples that is neither; if
+    there is none either (the grid is all but exhausted), the best restart.
+
+    Args:
+        acqf: The acquisition function to maximise.
+        train_X: A ``n x D`` tensor of observed points in the unit cube.
+        pending_X: A ``p x D`` tensor of running points in the unit cube.
+        num_restarts: Restarts of the optimiser.
+        raw_samples: Raw samples for the restarts, and for the fallback.
+        round_to_grid: Maps ``... x D`` points to valid configurations.
+
+    Returns:
+        A ``1 x D`` tensor in the unit cube.
+    """
     unit = torch.stack([torch.zeros_like(train_X[0]), torch.ones_like(train_X[0])])
-    candidate, _ = optimize_acqf(
+    candidates, values = optimize_acqf(
         acq_function=acqf,
         bounds=unit,
         q=1,
@@ -725,8 +818,44 @@ def _maximise(
         # batch_limit: 32 small calls for 256 samples), the restarts by 8.
         options={"batch_limit": 8, "init_batch_limit": raw_samples, "maxiter": 200},
         post_processing_func=round_to_grid,
+        return_best_only=False,
     )
-    return candidate.detach()
+    # ``num_restarts x 1 x D`` rounded optima and their acquisition values.
+    candidates, values = candidates.detach().squeeze(-2), values.detach().view(-1)
+    taken = train_X if pending_X is None else torch.cat([train_X, pending_X])
+    new = ~_taken(candidates, taken)
+    if not new.any():
+        X = draw_sobol_samples(bounds=unit, n=raw_samples, q=1).squeeze(-2)
+        if round_to_grid is not None:
+            X = round_to_grid(X)
+        X = torch.unique(X, dim=0)
+        X = X[~_taken(X, taken)]
+        if len(X):
+            with torch.no_grad():
+                X_values = torch.cat(
+                    [acqf(x.unsqueeze(-2)) for x in X.split(raw_samples)]
+                )
+            candidates, values = X, X_values
+            new = torch.ones_like(values, dtype=torch.bool)
+        else:
+            new = torch.ones_like(new)
+    best = values.masked_fill(~new, -math.inf).argmax()
+    return candidates[best].unsqueeze(0)
+
+
+def _taken(X: Tensor, taken: Tensor) -> Tensor:
+    r"""Which rows of ``X`` (``k x D``) repeat a row of ``taken`` (``n x D``).
+
+    Equal to within ``1e-9`` in the unit cube, not bit for bit: a candidate
+    is rounded by decoding and re-encoding it, the trials are encoded from
+    their stored values, and the two can differ in the last bits.
+    """
+    if len(X) == 0 or len(taken) == 0:
+        return torch.zeros(len(X), dtype=torch.bool, device=X.device)
+    # Chunked: ``k x n`` distances for k raw samples and n trials.
+    return torch.cat(
+        [(torch.cdist(x, taken, p=math.inf) <= 1e-9).any(dim=-1) for x in X.split(256)]
+    )
 
 
 class _OutcomeIndex:
@@ -791,6 +920,25 @@ def _rounding(
         return torch.as_tensor(rounded, dtype=X.dtype, device=X.device).reshape(X.shape)
 
     return round_to_grid
+
+
+def _plain_values(
+    params: dict[str, Any], search_space: dict[str, BaseDistribution]
+) -> dict[str, Any]:
+    r"""``params`` as Python floats and ints, as Optuna's own samplers give them.
+
+    Optuna's untransform returns a continuous parameter at its upper bound as
+    a ``numpy.float64``; categorical choices keep their own type.
+    """
+    plain = {}
+    for name, value in params.items():
+        distribution = search_space[name]
+        if isinstance(distribution, FloatDistribution):
+            value = float(value)
+        elif isinstance(distribution, IntDistribution):
+            value = int(value)
+        plain[name] = value
+    return plain
 
 
 def _is_categorical(distribution: BaseDistribution) -> bool:

@@ -9,6 +9,7 @@ import textwrap
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
@@ -17,6 +18,11 @@ optuna = pytest.importorskip("optuna")
 from botorch.exceptions.errors import InputDataError, UnsupportedError  # noqa: E402
 from botorch.fit import fit_gpytorch_mll  # noqa: E402
 from gpytorch.mlls import ExactMarginalLogLikelihood  # noqa: E402
+from optuna.distributions import (  # noqa: E402
+    CategoricalDistribution,
+    FloatDistribution,
+    IntDistribution,
+)
 
 import botorch_sketch.integrations.optuna as sketch_optuna  # noqa: E402
 from botorch_sketch import GradientSubsetGP, NystromGP  # noqa: E402
@@ -475,11 +481,23 @@ def test_nystrom_candidates_func_shapes_and_bounds():
         ),
         ({"independent_sampler": "random"}, UnsupportedError, "independent_sampler"),
         ({"acquisition": "qEI"}, InputDataError, "acquisition"),
+        # NumPy's casting error came later and did not name the argument.
+        ({"seed": "x"}, InputDataError, "seed"),
+        ({"seed": 1.5}, InputDataError, "seed"),
+        ({"seed": True}, InputDataError, "seed"),
+        ({"seed": -1}, InputDataError, "seed"),
+        ({"seed": 2**32}, InputDataError, "seed"),
     ],
 )
 def test_bad_options_raise(options, error, message):
     with pytest.raises(error, match=message):
         SketchSampler(**options)
+
+
+def test_integer_seeds_are_accepted():
+    for seed in (None, 0, 2**32 - 1, np.int64(3)):
+        sampler = SketchSampler(seed=seed)
+        assert isinstance(sampler, SketchSampler)
 
 
 def test_inconsistent_constraints_raise():
@@ -592,3 +610,167 @@ def test_nystrom_candidates_carries_its_models_in_botorch_sampler():
     assert candidates._incremental["objective 0"].model.train_X.shape[0] == 8
     with pytest.raises(InputDataError, match="acquisition"):
         NystromCandidates(acquisition="ei")
+
+
+def _new_trial(study):
+    # A trial with no parameters yet, as Optuna's sampler test-suite makes one.
+    return study._storage.get_trial(study._storage.create_new_trial(study._study_id))
+
+
+def test_a_sampler_reused_for_another_study_fits_that_study(monkeypatch):
+    # Each in-memory study numbers its trial ids from 0: encodings cached by
+    # trial id gave the second study's values the first study's parameters.
+    seen = []
+    original = sketch_optuna._suggest
+
+    def spy(**kwargs):
+        seen.append(kwargs["train_X"].clone())
+        return original(**kwargs)
+
+    monkeypatch.setattr(sketch_optuna, "_suggest", spy)
+    sampler = SketchSampler(seed=0, n_startup_trials=4, **FAST)
+    first = optuna.create_study(sampler=sampler)
+    first.optimize(quadratic, n_trials=5)
+    second = optuna.create_study(sampler=sampler)
+    second.optimize(quadratic, n_trials=6)
+    assert [t._trial_id for t in second.trials] == list(range(6))
+    assert len(seen) == 3
+    for train_X, n in zip(seen[1:], (4, 5), strict=True):
+        trials = sorted(second.trials[:n], key=sketch_optuna._completion_order)
+        expected = [[(t.params["x"] + 3) / 6, (t.params["y"] + 3) / 6] for t in trials]
+        assert torch.allclose(train_X, torch.tensor(expected, dtype=train_X.dtype))
+
+
+def test_rounding_does_not_repeat_a_running_or_observed_configuration():
+    # Rounding snapped the optimum back onto a completed trial, and the second
+    # ask onto the first, still running, trial (with seeds 1 and 2 as well).
+    space = {
+        "n": IntDistribution(0, 3),
+        "kind": CategoricalDistribution(["a", "b", "c"]),
+    }
+    sampler = SketchSampler(
+        seed=0, n_startup_trials=4, warn_independent_sampling=False, **FAST
+    )
+    study = optuna.create_study(sampler=sampler)
+    for _ in range(4):
+        trial = study.ask(space)
+        study.tell(trial, (trial.params["n"] - 2) ** 2 + (trial.params["kind"] != "b"))
+    observed = [t.params for t in study.trials]
+    first = study.ask(space)
+    second = study.ask(space)  # the first is running
+    assert len(model_based(study)) == 2
+    assert first.params not in observed
+    assert second.params not in observed + [first.params]
+
+
+def test_a_fully_observed_grid_still_gets_a_suggestion():
+    space = {"n": IntDistribution(0, 1), "kind": CategoricalDistribution(["a", "b"])}
+    study = optuna.create_study(
+        sampler=SketchSampler(seed=0, n_startup_trials=4, **FAST)
+    )
+    for n in (0, 1):
+        for kind in ("a", "b"):
+            study.enqueue_trial({"n": n, "kind": kind})
+            trial = study.ask(space)
+            study.tell(trial, n + (kind == "a"))
+    trial = study.ask(space)
+    assert len(model_based(study)) == 1
+    assert trial.params["n"] in (0, 1) and trial.params["kind"] in ("a", "b")
+
+
+_EVERY_DISTRIBUTION = {
+    "x": FloatDistribution(-1.0, 1.0),
+    "log_x": FloatDistribution(1e-7, 1.0, log=True),
+    "step_x": FloatDistribution(-10.0, 10.0, step=0.5),
+    "n": IntDistribution(3, 10),
+    "log_n": IntDistribution(1, 100, log=True),
+    "step_n": IntDistribution(3, 9, step=2),
+    "choice": CategoricalDistribution([1, 10, 100]),
+    "mixed": CategoricalDistribution(["a", None, 2.5]),
+}
+
+
+def _check_plain_and_contained(params):
+    # Optuna's relative-sampler tests: no NumPy scalars, int for integers,
+    # float for floats, each value inside its distribution.
+    assert params.keys() == _EVERY_DISTRIBUTION.keys()
+    for name, value in params.items():
+        distribution = _EVERY_DISTRIBUTION[name]
+        assert not isinstance(value, (np.floating, np.integer)), (name, value)
+        if isinstance(distribution, FloatDistribution):
+            assert type(value) is float, name
+        elif isinstance(distribution, IntDistribution):
+            assert type(value) is int, name
+        else:
+            # The choice itself, of its own type.
+            assert any(value is choice for choice in distribution.choices), name
+        assert distribution._contains(distribution.to_internal_repr(value)), name
+
+
+def test_suggested_values_are_python_scalars_in_their_distributions():
+    # A continuous parameter at its upper bound came back as numpy.float64
+    # (this seed puts x there on its second suggestion).
+    sampler = SketchSampler(
+        seed=0, n_startup_trials=0, warn_independent_sampling=False, **FAST
+    )
+    study = optuna.create_study(sampler=sampler, direction="maximize")
+    trial = study.ask(_EVERY_DISTRIBUTION)
+    study.tell(trial, trial.params["x"])
+    _check_plain_and_contained(trial.params)
+    for _ in range(3):
+        params = sampler.sample_relative(study, _new_trial(study), _EVERY_DISTRIBUTION)
+        _check_plain_and_contained(params)
+
+
+def test_candidates_functions_give_python_scalars_in_botorch_sampler(monkeypatch):
+    from optuna_integration import BoTorchSampler
+
+    # The candidates functions' own optimisation settings take seconds a call.
+    original = sketch_optuna._suggest
+    monkeypatch.setattr(
+        sketch_optuna, "_suggest", lambda **kwargs: original(**{**kwargs, **FAST})
+    )
+    # NystromCandidates shares nystrom_candidates_func's body (``_candidates``).
+    torch.manual_seed(0)
+    sampler = BoTorchSampler(
+        candidates_func=nystrom_candidates_func, n_startup_trials=0, seed=0
+    )
+    study = optuna.create_study(sampler=sampler, direction="maximize")
+    for x, n in ((-1.0, 3), (0.0, 5), (0.5, 9)):
+        # Added, not asked: an asked trial calls the candidates function.
+        params = {"x": x, "log_x": 1e-3, "step_x": 0.5, "n": n, "log_n": n}
+        params.update(step_n=n, choice=10, mixed="a")
+        study.add_trial(
+            optuna.trial.create_trial(
+                params=params, distributions=_EVERY_DISTRIBUTION, value=x
+            )
+        )
+    # Increasing in x: the candidate is at x's upper bound, which Optuna's
+    # untransform returned as a numpy.float64.
+    params = sampler.sample_relative(study, _new_trial(study), _EVERY_DISTRIBUTION)
+    assert params["x"] == pytest.approx(1.0)
+    _check_plain_and_contained(params)
+
+
+def test_nystrom_candidates_func_checks_the_shape_of_bounds():
+    train_x = torch.rand(6, 3, dtype=torch.float64)
+    train_obj = -train_x.sum(-1, keepdim=True)
+    unit = torch.tensor([[0.0] * 3, [1.0] * 3], dtype=torch.float64)
+    for candidates_func in (nystrom_candidates_func, NystromCandidates()):
+        with pytest.raises(InputDataError, match=r"bounds of shape \(2, 2\).*\(6, 3\)"):
+            candidates_func(train_x, train_obj, None, unit[:, :2], None)
+        with pytest.raises(InputDataError, match=r"bounds of shape \(3,\)"):
+            candidates_func(train_x, train_obj, None, unit[0], None)
+        with pytest.raises(InputDataError, match=r"pending_x of shape \(1, 2\)"):
+            candidates_func(train_x, train_obj, None, unit, train_x[:1, :2])
+
+
+def test_a_factory_that_returns_no_model_is_named():
+    def not_a_model(train_X, train_Y):
+        return "a model"
+
+    study = optuna.create_study(
+        sampler=SketchSampler(model=not_a_model, seed=0, n_startup_trials=2)
+    )
+    with pytest.raises(InputDataError, match="not_a_model.*returned a str"):
+        study.optimize(quadratic, n_trials=3)
