@@ -34,6 +34,7 @@ from botorch_sketch.benchmarks import (
     gssbo,
     inference,
     iteration,
+    large_batch,
     linear,
     scale,
     suggest,
@@ -178,7 +179,7 @@ DEVICE_SUFFIXES = {"-cuda": "on CUDA"}
 BOTH = ("small", "large")
 #: Budgets of one benchmark only.
 EXTRA: dict[str, list[str]] = {
-    "bo": [b for b in bo.BUDGETS if b not in BOTH],
+    "bo": [b for b in bo.BUDGETS if b not in BOTH] + list(large_batch.GRIDS),
     "gssbo": [b for b in gssbo.BUDGETS if b not in BOTH],
     "iteration": [b for b in iteration.BUDGETS if b not in BOTH],
     "tuning-peers": [b for b in tuning_peers.BUDGETS if b not in BOTH],
@@ -264,6 +265,46 @@ def _gathered(name: str, report: str, stem: str, where: str, device: str = "") -
     return _section(name, text, figures, where, device)
 
 
+def collect_cells(directories: list[str], budget: str, path: str) -> int:
+    r"""Merge the cells of bo's headline grid from several runs into one report.
+
+    Args:
+        directories: The runs' ``--out`` folders (a cell in several is read
+            from the first).
+        budget: A grid of :data:`~botorch_sketch.benchmarks.large_batch.GRIDS`.
+        path: The report to write; its figures go beside it.
+
+    Returns:
+        The number of cells merged.
+    """
+    records = large_batch.read_cells(directories)
+    wanted = {c.key for c in large_batch.GRIDS[budget].cells}
+    records = [r for r in records if large_batch.Cell(**r["cell"]).key in wanted]
+    stem = os.path.splitext(path)[0]
+    text = large_batch.render(records, machine(threads=1))
+    figures = large_batch.plot(records, stem)
+    missing = len(wanted) - len(records)
+    how = (
+        f"{len(records)} cells merged from {', '.join(directories)} by "
+        f"`python -m botorch_sketch.benchmarks --collect {' '.join(directories)} "
+        f"--budget {budget} --to {os.path.basename(path)}`"
+        + (f"; {missing} cells of the grid not run." if missing else ".")
+    )
+    where = os.path.dirname(os.path.abspath(path))
+    _write_report(path, budget, [_section("bo", text, figures, where)], how)
+    return len(records)
+
+
+def _shard(parser: argparse.ArgumentParser, value: str) -> tuple[int, int]:
+    try:
+        i, k = (int(v) for v in value.split("/"))
+    except ValueError:
+        i, k = -1, 0
+    if not 0 <= i < k:
+        parser.error(f"--shard must be I/K with 0 <= I < K, got {value!r}.")
+    return i, k
+
+
 def _device(parser: argparse.ArgumentParser, args: argparse.Namespace) -> torch.device:
     # Checked before anything runs: a typo or a missing GPU is named at once.
     try:
@@ -303,7 +344,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--collect",
         metavar="DIR",
-        help="gather the reports of earlier runs in DIR instead of running",
+        nargs="+",
+        help="gather the reports of earlier runs in DIR instead of running (for "
+        "bo's headline grids, the cells of one or more runs' folders)",
+    )
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=2,
+        help="bo headline grids: cells run at once, one thread each [2]",
+    )
+    parser.add_argument(
+        "--shard",
+        default="0/1",
+        help="bo headline grids: I/K runs every K-th cell from the I-th [0/1]",
     )
     parser.add_argument(
         "--to", default="BENCHMARKS.md", help="the file --collect writes"
@@ -318,8 +372,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.collect is not None:
         if args.benchmark is not None:
             parser.error("--collect runs nothing: give no benchmark name.")
-        collect(args.collect, args.budget, args.to)
+        if args.budget in large_batch.GRIDS:
+            collect_cells(args.collect, args.budget, args.to)
+            return 0
+        if len(args.collect) != 1:
+            parser.error("--collect takes one folder, except for bo's headline grids.")
+        collect(args.collect[0], args.budget, args.to)
         return 0
+    shard = _shard(parser, args.shard)
+    if args.workers < 1:
+        parser.error(f"--workers must be at least 1, got {args.workers}.")
     names = list(BENCHMARKS) if args.benchmark in (None, "all") else [args.benchmark]
     if args.budget not in BOTH:
         owners = [k for k, v in EXTRA.items() if args.budget in v]
@@ -336,6 +398,14 @@ def main(argv: list[str] | None = None) -> int:
         stem = os.path.join(args.out, f"{name}-{args.budget}{suffix}")
         if device.type != "cpu":  # then name is one of ON_DEVICE
             runner = partial(runner, device=device)
+        if name == "bo" and args.budget in large_batch.GRIDS:
+            runner = partial(
+                large_batch.report,
+                out=args.out,
+                machine=machine(threads=1),
+                workers=args.workers,
+                shard=shard,
+            )
         text, figures = runner(args.budget, stem)
         print(text)
         with open(stem + ".md", "w") as f:

@@ -5,6 +5,16 @@ compare models side by side.
 """
 
 from botorch_sketch.bo.incremental_gp import IncrementalGP, UpdateCounts
+from botorch_sketch.bo.large_batch import (
+    Batch,
+    LargeBatchTrace,
+    candidate_set,
+    default_surrogate,
+    plot_large_batch,
+    posterior_incumbents,
+    run_large_batch,
+    thompson_batch,
+)
 from botorch_sketch.bo.loop import (
     BOTrace,
     ModelSpec,
@@ -25,6 +35,14 @@ from botorch_sketch.bo.turbo_loop import TurboTrace, run_turbo
 
 __all__ = [
     "BOTrace",
+    "Batch",
+    "LargeBatchTrace",
+    "candidate_set",
+    "default_surrogate",
+    "plot_large_batch",
+    "posterior_incumbents",
+    "run_large_batch",
+    "thompson_batch",
     "CountTrigger",
     "IncrementalGP",
     "ModelSpec",

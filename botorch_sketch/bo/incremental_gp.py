@@ -12,6 +12,9 @@ model forward instead:
 - each new input joins the inducing set with its ridge-leverage probability
   ``min(1, qbar * var(x) / lambda)``, BKB's coin [Calandriello2019bkb]_, so the
   set grows with the effective dimension of the data;
+- the set never exceeds ``max_inducing`` points: the rule's draws are capped
+  there, and once the set is full the coins stop (the cap bounds every step at
+  ``O(q m^2 + m^3)`` whatever ``n``);
 - the model is rebuilt on all data and refitted from the previous
   hyperparameters (one fitting round, the inducing rule re-run from the current
   set) every ``refit_every`` calls (once the data have also grown by the
@@ -21,7 +24,18 @@ model forward instead:
   fit (the data no longer agree with the hyperparameters).
 
 Between refits the posterior is exactly that of a ``NystromGP`` built on the same
-data with the same inducing set, hyperparameters and outcome transform.
+data with the same inducing set, hyperparameters and outcome transform. The
+model holds its own copies of the data, so that a caller who corrects earlier
+observations in place gets a rebuilt model, not a stale one.
+
+Cost as ``n`` grows: a conditioning step is ``O(q m^2)``; a coin that adds a
+point, or a refit, recomputes the statistics from all data (``O(n m^2)``, the
+hyperparameters themselves are fitted on a subset of at most
+``NystromGP.exact_fit_size`` points). With ``refit_growth`` the refits come at
+geometric sizes and their cost per observation stays flat; with
+``grow_between_refits=False`` the set changes only at refits, so every other
+step is ``O(q m^2)`` (what :func:`~botorch_sketch.bo.large_batch.run_large_batch`
+uses at 10^4-10^5 evaluations).
 
 Example:
     >>> surrogate = IncrementalGP(refit_every=10)
@@ -52,7 +66,10 @@ from botorch.fit import fit_gpytorch_mll
 from gpytorch.mlls import ExactMarginalLogLikelihood
 from torch import Tensor
 
+from botorch_sketch.checks import checked_optional_count
 from botorch_sketch.models.nystrom_gp import NystromGP
+from botorch_sketch.models.validation import check_training_data
+from botorch_sketch.sketching.rule import SelectionRule
 from botorch_sketch.sketching.selection import RidgeLeverageSampler
 
 
@@ -89,6 +106,8 @@ class IncrementalGP:
         redraw_growth: float = 2.0,
         drift_tolerance: float | None = 0.1,
         qbar: float | None = None,
+        max_inducing: int | None = None,
+        grow_between_refits: bool = True,
         model_kwargs: dict[str, Any] | None = None,
         fit_kwargs: dict[str, Any] | None = None,
         generator: torch.Generator | None = None,
@@ -111,6 +130,14 @@ class IncrementalGP:
                 nats since the last fit; None never checks.
             qbar: BKB's oversampling factor for the coins; defaults to the model's
                 ``RidgeLeverageSampler``'s ``qbar`` (2 if it has another rule).
+            max_inducing: The largest inducing set: the cap of the default
+                ``RidgeLeverageSampler`` (``max_size``, which scales ``qbar``
+                down for a draw that would exceed it) and of the coins between
+                refits (beyond it, the new points with the largest leverage
+                join). None keeps the rule's own cap (1024 for the default).
+            grow_between_refits: Toss the coins after every call (True), or
+                change the set only at refits (False: no ``O(n m^2)`` step
+                between refits).
             model_kwargs: Passed to ``NystromGP`` (``inducing``,
                 ``covar_module``, transforms, ...).
             fit_kwargs: Passed to ``fit_gpytorch_mll``.
@@ -130,6 +157,22 @@ class IncrementalGP:
             )
         if qbar is not None and not qbar > 0:
             raise InputDataError(f"qbar must be positive, got {qbar}.")
+        self.max_inducing = checked_optional_count(max_inducing, "max_inducing")
+        if self.max_inducing is not None:
+            inducing = (model_kwargs or {}).get("inducing")
+            if inducing is None:
+                model_kwargs = {
+                    **(model_kwargs or {}),
+                    "inducing": RidgeLeverageSampler(
+                        max_size=self.max_inducing, generator=generator
+                    ),
+                }
+            elif not isinstance(inducing, SelectionRule):
+                raise InputDataError(
+                    "max_inducing caps a rule's inducing set; model_kwargs gives "
+                    "fixed inducing inputs."
+                )
+        self.grow_between_refits = bool(grow_between_refits)
         self.refit_every = int(refit_every)
         self.refit_growth = float(refit_growth)
         self.redraw_growth = redraw_growth
@@ -159,6 +202,14 @@ class IncrementalGP:
         Returns:
             A fitted ``NystromGP`` (a new object whenever data were added).
         """
+        # Before anything is built: a bad shape failed later on rows the user
+        # never touched (``inducing_index``, or only the new rows quoted).
+        check_training_data(type(self).__name__, train_X, train_Y, train_Yvar)
+        # Own copies: a caller who corrects earlier rows in place must see them
+        # compared with what the model was built on, not with themselves.
+        train_X, train_Y = train_X.detach().clone(), train_Y.detach().clone()
+        if train_Yvar is not None:
+            train_Yvar = train_Yvar.detach().clone()
         model = self.model
         if model is None:
             return self._build(train_X, train_Y, train_Yvar, warm=None)
@@ -179,7 +230,8 @@ class IncrementalGP:
             if hasattr(model, "outcome_transform"):
                 _, noise = model.outcome_transform(new_Y, noise)
         conditioned = model.condition_on_observations(new_X, new_Y, noise=noise)
-        self._grow(conditioned, old_n)
+        if self.grow_between_refits:
+            self._grow(conditioned, old_n)
         size = conditioned.inducing_index.numel()
         if size >= self.redraw_growth * self._drawn_size:
             return self._refit(train_X, train_Y, train_Yvar, "growth")
@@ -224,10 +276,24 @@ class IncrementalGP:
             noise = model.likelihood.noise.expand(model.train_X.shape[0])[old_n:]
             p = (self._coin_qbar(model) * var / noise).clamp(0, 1)
             u = torch.rand(p.shape, generator=self.generator, dtype=p.dtype)
-            joined = (u.to(p.device) < p).nonzero().squeeze(-1) + old_n
+            won = (u.to(p.device) < p).nonzero().squeeze(-1)
+            room = self._room(model)
+            if won.numel() > room:
+                # The cap: the winners with the largest leverage join.
+                won = won[p[won].argsort(descending=True)[:room]].sort().values
+            joined = won + old_n
         if joined.numel() > 0:
             model.add_inducing_points(joined)
             self.counts.grown += joined.numel()
+
+    def _room(self, model: NystromGP) -> int:
+        # Points the set may still take: ``max_inducing``, else the rule's cap.
+        cap = self.max_inducing
+        if cap is None:
+            cap = getattr(model.inducing_rule, "max_size", None)
+        if cap is None:
+            return model.train_X.shape[0]
+        return max(0, cap - model.inducing_index.numel())
 
     def _coin_qbar(self, model: NystromGP) -> float:
         if self.qbar is not None:
@@ -255,6 +321,9 @@ class IncrementalGP:
         same_rows: bool = True,
     ) -> NystromGP:
         model = NystromGP(X, Y, train_Yvar=Yvar, **self.model_kwargs)
+        if self.max_inducing is not None and X.shape[0] > self.max_inducing:
+            # The exact regime would make every input inducing, past the cap.
+            model.exact_fraction = None
         if warm is not None:
             self._warm_start(model, warm, same_rows)
         try:
@@ -268,6 +337,11 @@ class IncrementalGP:
                 OptimizationWarning,
                 stacklevel=3,
             )
+        index = model.inducing_index
+        if self.max_inducing is not None and index.numel() > self.max_inducing:
+            # The rule caps the expected size; the cap is a hard one: the
+            # rule's first picks at the fitted hyperparameters.
+            model.select_inducing_points(max_size=self.max_inducing)
         self.model = model
         self._since_refit = 0
         self._drawn_size = model.inducing_index.numel()

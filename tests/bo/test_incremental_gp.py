@@ -187,3 +187,83 @@ def test_drift_triggers_a_refit():
 def test_bad_options_raise(kwargs):
     with pytest.raises(InputDataError):
         IncrementalGP(**kwargs)
+
+
+def test_the_cap_holds_as_the_data_grow_and_steps_match_a_rebuilt_model():
+    # Every coin would come up (qbar huge); the cap keeps the set at 12, and
+    # with growth only at refits the set is fixed between them.
+    X, batches, noise = _stream(n0=30, steps=5, q=8)
+    capped = IncrementalGP(
+        refit_every=100, drift_tolerance=None, qbar=1e9, max_inducing=12
+    )
+    Y = _f(X) + noise[: len(X)]
+    sizes = [capped(X, Y).inducing_index.numel()]
+    for batch in batches:
+        X = torch.cat([X, batch])
+        Y = _f(X) + noise[: len(X)]
+        sizes.append(capped(X, Y).inducing_index.numel())
+    assert max(sizes) <= 12 and sizes[-1] == 12
+    frozen = IncrementalGP(
+        refit_every=100,
+        drift_tolerance=None,
+        max_inducing=12,
+        grow_between_refits=False,
+    )
+    X, batches, noise = _stream(n0=30, steps=3, q=8)
+    Y = _f(X) + noise[: len(X)]
+    first = frozen(X, Y).inducing_index.clone()
+    Xt = torch.rand(5, 3, generator=torch.Generator().manual_seed(3)).double()
+    for batch in batches:
+        X = torch.cat([X, batch])
+        Y = _f(X) + noise[: len(X)]
+        model = frozen(X, Y)
+        assert frozen.counts.last == "conditioned"
+        assert torch.equal(model.inducing_index, first)
+        reference = _rebuilt(model)
+        torch.testing.assert_close(
+            model.posterior(Xt).mean, reference.posterior(Xt).mean, rtol=0, atol=1e-8
+        )
+        torch.testing.assert_close(
+            model.posterior(Xt).variance,
+            reference.posterior(Xt).variance,
+            rtol=0,
+            atol=1e-8,
+        )
+
+
+def test_the_cap_also_holds_where_the_model_would_be_exact():
+    # 40 points, cap 10: the exact regime (every input inducing) is off.
+    X, _, noise = _stream(n0=40, steps=0)
+    model = IncrementalGP(max_inducing=10)(X, _f(X) + noise[: len(X)])
+    assert model.inducing_index.numel() <= 10 and not model.is_exact
+
+
+def test_data_corrected_in_place_rebuild_the_model():
+    # The model keeps its own copy: correcting the caller's Y in place is a
+    # change of data, not "unchanged" with a stale posterior.
+    X, _, noise = _stream(steps=0)
+    Y = _f(X) + noise[: len(X)]
+    surrogate = IncrementalGP(refit_every=100, drift_tolerance=None)
+    surrogate(X, Y)
+    Y[:10] += 3.0
+    model = surrogate(X, Y)
+    assert surrogate.counts.last == "refit"
+    assert surrogate.counts.last_reason == "data changed"
+    torch.testing.assert_close(model.train_Y, Y)
+
+
+def test_bad_shapes_are_named_before_anything_is_built():
+    from botorch.exceptions.errors import BotorchTensorDimensionError, UnsupportedError
+
+    X, _, noise = _stream(steps=0)
+    Y = _f(X)
+    with pytest.raises(UnsupportedError, match="single output"):
+        IncrementalGP()(X, torch.cat([Y, Y], -1))
+    surrogate = IncrementalGP()
+    surrogate(X[:30], Y[:30])
+    with pytest.raises(BotorchTensorDimensionError, match="40 rows but train_Y has 35"):
+        surrogate(X, Y[:35])
+    with pytest.raises(InputDataError, match="max_inducing"):
+        IncrementalGP(max_inducing=2.5)
+    with pytest.raises(InputDataError, match="fixed inducing"):
+        IncrementalGP(max_inducing=5, model_kwargs={"inducing": X[:5]})
