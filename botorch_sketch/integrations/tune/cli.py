@@ -14,6 +14,8 @@ Examples::
     botorch-sketch tune --compare tune-svm-digits-nystrom.json ax.json --plot c.png
     botorch-sketch tune --objective mypackage.train:objective --space space.json \
         --objectives loss=min --backend optuna --trials 300
+    botorch-sketch tune --objective mypackage.train:objective \
+        --checkpoint tune-objective-nystrom.db --resume
 
 Your own objective is a function of a dict of parameters returning a float, or
 a dict of floats for several objectives (named, each min or max, by
@@ -22,7 +24,9 @@ JSON object such as ``{"C": {"type": "float", "low": 0.001, "high": 1000,
 "log": true}, "n": {"type": "int", "low": 1, "high": 50}, "kernel": {"type":
 "categorical", "choices": ["rbf", "poly"]}}``. A returned NaN, or an exception,
 makes the trial FAILED. ``--backend optuna`` keeps the run in an SQLite file
-(an Optuna storage).
+(an Optuna storage). A checkpoint is data: ``--resume`` imports and runs the
+objective the command names (``--objective``, which must be the checkpoint's),
+never one a checkpoint names.
 
 Exit status: 0 on success, 2 on bad input (with a message; also for a damaged,
 read-only or unwritable checkpoint, or one another run is using), 130 if
@@ -123,7 +127,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     r"""Add the ``tune`` options to ``parser``."""
     estimators = ", ".join(f"{k} ({v.description})" for k, v in ESTIMATORS.items())
     problem = parser.add_argument_group(
-        "problem (on --resume, taken from the checkpoint unless given)"
+        "problem (on --resume, taken from the checkpoint unless given; "
+        "--objective never is)"
     )
     problem.add_argument(
         "--dataset", choices=sorted(DATASETS), help="scikit-learn data set [digits]"
@@ -135,7 +140,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
         "--objective",
         metavar="MODULE:FUNCTION",
         help="your own objective: a function of a dict of parameters returning a "
-        "float or a dict of floats (with --space)",
+        "float or a dict of floats (with --space); needed on --resume too, which "
+        "runs no code a checkpoint names",
     )
     problem.add_argument(
         "--space",
@@ -288,6 +294,7 @@ def _config(args: argparse.Namespace) -> TuneConfig:
         if args.checkpoint is None:
             raise TuneError("--resume needs --checkpoint")
         stored = read_record(args.checkpoint)[1]["config"]
+        _check_trusted_objective(args, stored)
         base = {k: stored[k] for k in TuneConfig.__dataclass_fields__ if k in stored}
         base["bounds"] = {k: tuple(v) for k, v in base.get("bounds", {}).items()}
         config = TuneConfig(**{**base, **given})
@@ -303,6 +310,20 @@ def _config(args: argparse.Namespace) -> TuneConfig:
         config = TuneConfig(**given)
     config.validate()
     return config
+
+
+def _check_trusted_objective(args: argparse.Namespace, stored: dict) -> None:
+    # A checkpoint is data, and may come from anyone: the function it names
+    # ("os:system" as well as "mypackage.train:objective") is imported and run
+    # only if the command names it too. A different one is refused later, as
+    # every setting that defines the problem is.
+    if stored.get("objective") is not None and args.objective is None:
+        raise TuneError(
+            f"checkpoint {args.checkpoint} names the objective "
+            f"{stored['objective']!r}; --resume runs only the function the "
+            "command names, never one a checkpoint names: pass --objective "
+            f"{stored['objective']} if you trust it"
+        )
 
 
 def _check_problem_options(args: argparse.Namespace) -> None:

@@ -17,10 +17,18 @@ with Ax's JSON encoding, plus this run's settings and per-trial timings under
 the key ``"botorch_sketch_tune"`` (``Client.load_from_json_file`` reads the file
 and ignores that key), to a temporary file in the same directory that then
 replaces the checkpoint: a killed run leaves the previous checkpoint or the new
-one, never half of one. A run holds an exclusive lock on its checkpoint
-(:func:`checkpoint_lock`), so a second run on the same file refuses at once
-instead of interleaving its saves with the first's; the next run on a checkpoint
-removes the temporary files a killed run left.
+one, never half of one. A checkpoint that is a symbolic link is written
+through: the file it resolves to is replaced, the link kept. A run holds an
+exclusive lock on its checkpoint file (:func:`checkpoint_lock`), under whatever
+name it was given (a symbolic or hard link), so a second run on the same file
+refuses at once instead of interleaving its saves with the first's; the next run
+on a checkpoint removes the temporary files a killed run left.
+
+An evaluation that fails (an exception, NaN, or a worker process that dies)
+makes its trial FAILED and the run goes on; a worker process that dies is
+replaced. Ax's model does not see a FAILED trial, so it may propose the same
+point again: such a repeat is marked ABANDONED, not evaluated, and Ax is asked
+again (after :data:`REPEAT_TRIES` repeats, a random point is evaluated instead).
 
 Resuming marks the trials that were running when the run stopped as FAILED
 (reason ``"interrupted"``; Ax may suggest their points again), keeps every
@@ -37,7 +45,9 @@ import json
 import logging
 import math
 import multiprocessing
+import multiprocessing.connection
 import os
+import random
 import re
 import signal
 import stat
@@ -64,6 +74,11 @@ from botorch_sketch.integrations.tune.problems import (
 )
 from botorch_sketch.integrations.tune.space import SpaceParam, parse_space, to_dict
 from botorch_sketch.integrations.tune.study import is_study_file
+
+try:
+    import fcntl
+except ImportError:  # Windows: runs are not locked
+    fcntl = None
 
 #: The key of this package's record in a checkpoint.
 KEY = "botorch_sketch_tune"
@@ -326,17 +341,32 @@ def _ax():
     return Client, RangeParameterConfig, integration
 
 
-def save_checkpoint(path: str, client: Any, record: Mapping[str, Any]) -> None:
+def save_checkpoint(
+    path: str,
+    client: Any,
+    record: Mapping[str, Any],
+    lock: CheckpointLock | None = None,
+) -> None:
     r"""Write the client and this run's record to ``path`` atomically.
+
+    A symbolic link is written through: the file it resolves to
+    (``os.path.realpath``) is replaced, and the link is kept. (A hard link
+    cannot be kept: the replacement is a new file, and another name of the old
+    one keeps the old contents.)
 
     Args:
         path: The checkpoint file.
         client: The ``ax.api.Client``.
         record: The run's settings and per-trial timings (JSON values).
+        lock: The checkpoint's lock, held by this process: the new file is
+            locked before it takes the checkpoint's place (see
+            :meth:`CheckpointLock.replace`).
     """
-    directory = os.path.dirname(os.path.abspath(path))
+    target = lock.path if lock is not None else os.path.realpath(path)
     fd, tmp = tempfile.mkstemp(
-        dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp"
+        dir=os.path.dirname(target),
+        prefix=f".{os.path.basename(target)}.",
+        suffix=".tmp",
     )
     os.close(fd)
     try:
@@ -349,7 +379,7 @@ def save_checkpoint(path: str, client: Any, record: Mapping[str, Any]) -> None:
         # mkstemp makes the file private: give it the mode of the file it
         # replaces (a checkpoint kept private stays so), else a new file's.
         try:
-            mode = stat.S_IMODE(os.stat(path).st_mode)
+            mode = stat.S_IMODE(os.stat(target).st_mode)
         except FileNotFoundError:
             umask = os.umask(0)
             os.umask(umask)
@@ -359,7 +389,10 @@ def save_checkpoint(path: str, client: Any, record: Mapping[str, Any]) -> None:
             json.dump(snapshot, f)
             f.flush()
             os.fsync(f.fileno())
-        os.replace(tmp, path)
+        if lock is not None:
+            lock.replace(tmp)
+        else:
+            os.replace(tmp, target)
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
@@ -555,43 +588,162 @@ def _check_same_problem(path: str, stored: Mapping[str, Any], config: TuneConfig
             )
 
 
-def _lock_path(checkpoint: str) -> str:
-    directory, name = os.path.split(os.path.abspath(checkpoint))
+def _lock_path(target: str) -> str:
+    directory, name = os.path.split(target)
     return os.path.join(directory, f".{name}.lock")
 
 
-def _temporary_pattern(checkpoint: str) -> re.Pattern:
+def _named(checkpoint: str, target: str) -> str:
+    # A checkpoint for a message, with the file it resolves to if that differs.
+    if os.path.abspath(checkpoint) == target:
+        return checkpoint
+    return f"{checkpoint} (the file {target})"
+
+
+def _same_file(a: os.stat_result, b: os.stat_result) -> bool:
+    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
+
+
+def _temporary_pattern(target: str) -> re.Pattern:
     # The names save_checkpoint's mkstemp gives: ".NAME." + 8 characters of
     # tempfile's alphabet + ".tmp". Exactly 8, so that the temporary files of
     # a checkpoint whose name merely starts with this one's never match.
-    name = re.escape(os.path.basename(checkpoint))
+    name = re.escape(os.path.basename(target))
     return re.compile(rf"\.{name}\.[a-z0-9_]{{8}}\.tmp")
 
 
+class CheckpointLock:
+    r"""A checkpoint's lock, held by this process; :func:`checkpoint_lock` makes it.
+
+    Attributes:
+        checkpoint: The checkpoint as it was given (for messages).
+        path: The file it resolves to (``os.path.realpath``). The run reads and
+            writes this file, so a symbolic link is written through and kept.
+    """
+
+    def __init__(self, checkpoint: str, path: str) -> None:
+        r"""A lock on ``checkpoint`` (which resolves to ``path``), not yet held."""
+        self.checkpoint = checkpoint
+        self.path = path
+        self._fd: int | None = None  # the locked checkpoint file, once it exists
+
+    def hold_file(self) -> None:
+        r"""Lock the checkpoint file itself, if it exists and is not locked yet.
+
+        Its other names (hard links, in any directory) share the lock, as they
+        share the file. Call it again once a new checkpoint has been made (an
+        Optuna study is made in place; an Ax save goes through
+        :meth:`replace`).
+
+        Raises:
+            TuneError: If another process holds the file's lock.
+        """
+        if fcntl is None:
+            return
+        if self._fd is not None:
+            # Locked already? Asked without opening the file: closing another
+            # descriptor of it would drop the POSIX locks SQLite holds on it.
+            with contextlib.suppress(FileNotFoundError):
+                if _same_file(os.stat(self.path), os.fstat(self._fd)):
+                    return
+        while True:
+            try:
+                fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+            except (FileNotFoundError, PermissionError):
+                # Not made yet; or unreadable, which the run refuses anyway.
+                return
+            except OSError as e:
+                raise TuneError(
+                    f"cannot lock checkpoint {self.checkpoint} ({e.strerror or e})"
+                ) from None
+            mine = os.fstat(fd)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as e:
+                os.close(fd)
+                if isinstance(e, BlockingIOError):
+                    raise TuneError(
+                        f"checkpoint {_named(self.checkpoint, self.path)} is in use "
+                        "by another tune run, under another name of the same file "
+                        "(a hard link); wait for it to end, or give another "
+                        "--checkpoint"
+                    ) from None
+                raise TuneError(
+                    f"cannot lock checkpoint {self.checkpoint} ({e.strerror or e})"
+                ) from None
+            # A save of the holder may have put a new file in place since this
+            # one was opened: the lock must be on the file that is there now.
+            try:
+                current = os.stat(self.path)
+            except FileNotFoundError:
+                current = None
+            if current and _same_file(current, mine):
+                self._hold(fd)
+                return
+            os.close(fd)
+
+    def replace(self, tmp: str) -> None:
+        r"""Put the file ``tmp`` in the checkpoint's place, locked before it is there.
+
+        So the checkpoint file is locked at every moment, even through a hard
+        link made to the new file during the run.
+        """
+        if fcntl is None:
+            os.replace(tmp, self.path)
+            return
+        fd = os.open(tmp, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            os.replace(tmp, self.path)
+        except BaseException:
+            os.close(fd)
+            raise
+        self._hold(fd)
+
+    def release(self) -> None:
+        r"""Release the checkpoint file's lock (:func:`checkpoint_lock` does)."""
+        self._hold(None)
+
+    def _hold(self, fd: int | None) -> None:
+        # Closing the descriptor releases its flock.
+        old, self._fd = self._fd, fd
+        if old is not None:
+            os.close(old)
+
+
 @contextlib.contextmanager
-def checkpoint_lock(checkpoint: str) -> Iterator[None]:
+def checkpoint_lock(checkpoint: str) -> Iterator[CheckpointLock]:
     r"""Hold a checkpoint's exclusive lock for the block, or refuse at once.
 
-    The lock is an ``fcntl.flock`` on ``.NAME.lock`` beside the checkpoint
-    ``NAME``: the kernel releases it when its holder exits, even by ``kill -9``,
-    so a killed run never leaves the checkpoint locked. The file holds the
-    holder's process id (for the message of a refused run) and is removed on
-    release. Locks on some network file systems are not reliable. Where
-    ``fcntl`` does not exist (Windows) the block runs unlocked.
+    The lock is keyed by the file, not by the name it was given: a run through
+    a symbolic link or a hard link is refused while another run holds the file
+    under any of its names. It is two ``fcntl.flock`` locks. The first is on
+    ``.NAME.lock`` beside the file ``NAME`` the checkpoint resolves to
+    (``os.path.realpath``), which exists before the checkpoint does (two new
+    runs of one file) and holds the holder's process id for the message of a
+    refused run; it is removed on release. The second is on the checkpoint file
+    itself, which its hard links share (see :class:`CheckpointLock`). The kernel
+    releases both when their holder exits, even by ``kill -9``, so a killed run
+    never leaves the checkpoint locked. Locks on some network file systems are
+    not reliable. Where ``fcntl`` does not exist (Windows) the block runs
+    unlocked.
 
     Args:
         checkpoint: The checkpoint file (it need not exist).
+
+    Yields:
+        The held :class:`CheckpointLock`; its ``path`` is the file to write.
 
     Raises:
         TuneError: If another process holds the lock, or the lock file cannot
             be created (a read-only directory, say).
     """
-    try:
-        import fcntl
-    except ImportError:
-        yield
+    target = os.path.realpath(checkpoint)
+    lock = CheckpointLock(checkpoint, target)
+    if fcntl is None:
+        yield lock
         return
-    path = _lock_path(checkpoint)
+    path = _lock_path(target)
     while True:
         try:
             fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
@@ -608,8 +760,8 @@ def checkpoint_lock(checkpoint: str) -> Iterator[None]:
             if isinstance(e, BlockingIOError):
                 by = f" (process {holder})" if holder.isdigit() else ""
                 raise TuneError(
-                    f"checkpoint {checkpoint} is in use by another tune run{by}; "
-                    "wait for it to end, or give another --checkpoint"
+                    f"checkpoint {_named(checkpoint, target)} is in use by another "
+                    f"tune run{by}; wait for it to end, or give another --checkpoint"
                 ) from None
             raise TuneError(
                 f"cannot lock checkpoint {checkpoint} ({e.strerror or e})"
@@ -620,15 +772,16 @@ def checkpoint_lock(checkpoint: str) -> Iterator[None]:
             current = os.stat(path)
         except FileNotFoundError:
             current = None
-        mine = os.fstat(fd)
-        if current and (current.st_dev, current.st_ino) == (mine.st_dev, mine.st_ino):
+        if current and _same_file(current, os.fstat(fd)):
             break
         os.close(fd)
     try:
         os.ftruncate(fd, 0)
         os.write(fd, f"{os.getpid()}\n".encode())
-        yield
+        lock.hold_file()
+        yield lock
     finally:
+        lock.release()
         # Removed while still held, so no other process can lock it meanwhile.
         with contextlib.suppress(OSError):
             os.unlink(path)
@@ -642,13 +795,15 @@ def remove_stale_temporaries(checkpoint: str) -> list[str]:
     temporary files under the lock, so while it is held none is in use.
 
     Args:
-        checkpoint: The checkpoint file.
+        checkpoint: The checkpoint file (the temporary files are beside the
+            file it resolves to).
 
     Returns:
         The paths removed.
     """
-    directory = os.path.dirname(os.path.abspath(checkpoint))
-    pattern = _temporary_pattern(checkpoint)
+    target = os.path.realpath(checkpoint)
+    directory = os.path.dirname(target)
+    pattern = _temporary_pattern(target)
     removed = []
     for name in os.listdir(directory):
         if pattern.fullmatch(name):
@@ -669,11 +824,13 @@ def _read_only(path: str) -> bool:
 def _check_writable(checkpoint: str) -> None:
     # Saving creates a temporary file beside the checkpoint and renames it; try
     # the first half now, before any trial is evaluated, rather than lose the
-    # first trial's work to a failed save.
-    directory = os.path.dirname(os.path.abspath(checkpoint))
+    # first trial's work to a failed save. Both are beside the file a link
+    # resolves to.
+    target = os.path.realpath(checkpoint)
+    directory = os.path.dirname(target)
     try:
         fd, tmp = tempfile.mkstemp(
-            dir=directory, prefix=f".{os.path.basename(checkpoint)}.", suffix=".tmp"
+            dir=directory, prefix=f".{os.path.basename(target)}.", suffix=".tmp"
         )
     except OSError as e:
         raise TuneError(
@@ -742,10 +899,11 @@ _PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
 def exit_with_parent(parent: int) -> None:
     r"""Make this process exit as soon as process ``parent`` dies.
 
-    The initializer of the local workers. A run killed with ``kill -9`` (or any
-    signal Python does not handle) runs no cleanup, so without this its
-    workers would outlive it under PID 1, evaluating trials nobody will record
-    and keeping ``multiprocessing``'s resource tracker alive with them.
+    The first call of each local worker (:func:`_serve`). A run killed with
+    ``kill -9`` (or any signal Python does not handle) runs no cleanup, so
+    without this its workers would outlive it under PID 1, evaluating trials
+    nobody will record and keeping ``multiprocessing``'s resource tracker
+    alive with them.
 
     On Linux the kernel sends the worker SIGKILL when its parent dies
     (``prctl(PR_SET_PDEATHSIG)``; strictly, when the parent's thread that
@@ -773,29 +931,172 @@ def _watch_parent(parent: int) -> None:
     os._exit(1)
 
 
+class WorkerDied(RuntimeError):
+    r"""A local worker process ended before it returned its trial's result.
+
+    ``os._exit``, a crash (a segfault in an extension) or the out-of-memory
+    killer: the trial fails with this error and the run goes on.
+    """
+
+
+def _worker_died(exitcode: int | None) -> WorkerDied:
+    # The error of a trial whose process ended with ``exitcode`` (Process's:
+    # minus the signal's number if a signal killed it).
+    if exitcode is not None and exitcode < 0:
+        try:
+            name = signal.Signals(-exitcode).name
+        except ValueError:
+            name = f"signal {-exitcode}"
+        hint = {"SIGKILL": " (the out-of-memory killer?)", "SIGSEGV": " (a crash)"}
+        return WorkerDied(
+            "the worker process evaluating the trial was killed by "
+            f"{name}{hint.get(name, '')}"
+        )
+    return WorkerDied(
+        f"the worker process evaluating the trial exited (exit code {exitcode}) "
+        "without returning"
+    )
+
+
+def _serve(connection: Any, parent: int) -> None:
+    r"""A local worker: evaluate the trials sent over ``connection``, one at a time.
+
+    Each message is ``(function, parameters)``; the reply is ``(True, value)``
+    or ``(False, exception)``. It returns on ``None`` or a closed connection.
+
+    Args:
+        connection: Its end of the pipe to the tune process.
+        parent: The tune process's id (see :func:`exit_with_parent`).
+    """
+    exit_with_parent(parent)
+    try:
+        while True:
+            try:
+                task = connection.recv()
+            except (EOFError, OSError):
+                return
+            if task is None:
+                return
+            function, parameters = task
+            try:
+                reply = (True, function(parameters))
+            except (Exception, SystemExit) as e:  # the objective's failure
+                reply = (False, e)
+            try:
+                connection.send(reply)
+            except Exception as e:  # a value or an error pickle cannot carry
+                what = "value" if reply[0] else type(reply[1]).__name__
+                connection.send(
+                    (False, RuntimeError(f"the trial's {what} cannot be sent: {e}"))
+                )
+    except KeyboardInterrupt:
+        return  # Ctrl-C reaches the whole group: the tune process reports it
+
+
+class _Worker:
+    # One spawned process and the future of the trial it is evaluating.
+    def __init__(self, context: Any) -> None:
+        self.connection, child = context.Pipe()
+        self.process = context.Process(
+            target=_serve, args=(child, os.getpid()), name="botorch-sketch-tune"
+        )
+        self.process.start()
+        child.close()
+        self.future: concurrent.futures.Future | None = None
+
+
 class _LocalPool(_InProcess):
     # Spawned processes: forking a process that holds OpenMP and torch thread
-    # pools can deadlock the children.
+    # pools can deadlock the children. Each evaluates one trial at a time, so
+    # a process that dies (os._exit, a segfault, the out-of-memory killer)
+    # names its trial: that trial fails with WorkerDied, a new process takes
+    # the dead one's place, and the trials on the others go on. (In a
+    # ProcessPoolExecutor one dead process breaks the pool: every trial on it
+    # failed with BrokenProcessPool, and so did every later submit.)
     def __init__(self, workers: int) -> None:
         self.capacity = workers
-        self.pool = concurrent.futures.ProcessPoolExecutor(
-            max_workers=workers,
-            mp_context=multiprocessing.get_context("spawn"),
-            initializer=exit_with_parent,
-            initargs=(os.getpid(),),
-        )
+        self.context = multiprocessing.get_context("spawn")
+        self.workers: list[_Worker] = []
 
     def submit(self, function: Any, parameters: dict[str, Any]) -> Any:
-        return self.pool.submit(function, parameters)
+        future: concurrent.futures.Future = concurrent.futures.Future()
+        for _ in range(2):
+            worker = next((w for w in self.workers if w.future is None), None)
+            if worker is None:
+                if len(self.workers) >= self.capacity:
+                    raise RuntimeError("every worker is busy")
+                worker = _Worker(self.context)
+                self.workers.append(worker)
+            try:
+                worker.connection.send((function, parameters))
+            except (BrokenPipeError, ConnectionResetError):
+                self._retire(worker)  # died while idle: once more, on a new one
+                continue
+            worker.future = future
+            return future
+        raise RuntimeError("a new worker process died before its first trial")
 
     def wait(self, handles: list[Any]) -> list[Any]:
-        done, _ = concurrent.futures.wait(
-            handles, return_when=concurrent.futures.FIRST_COMPLETED
-        )
-        return list(done)
+        wanted = set(handles)
+        while True:
+            done = [h for h in handles if h.done()]
+            if done:
+                return done
+            ready: dict[Any, _Worker] = {}
+            for worker in self.workers:
+                if worker.future in wanted:
+                    ready[worker.connection] = worker
+                    ready[worker.process.sentinel] = worker
+            if not ready:
+                return []
+            for key in multiprocessing.connection.wait(list(ready)):
+                self._collect(ready[key])
+
+    def _collect(self, worker: _Worker) -> None:
+        # The reply of a worker whose pipe or process is ready.
+        future = worker.future
+        if future is None:  # collected already, through its other key
+            return
+        try:
+            if worker.connection.poll():
+                ok, value = worker.connection.recv()
+                worker.future = None
+                if ok:
+                    future.set_result(value)
+                else:
+                    future.set_exception(value)
+                return
+        except (EOFError, OSError):
+            pass  # its end of the pipe closed: the process ended
+        except Exception as e:  # a reply that cannot be unpickled here
+            worker.future = None
+            future.set_exception(RuntimeError(f"the trial's reply is unreadable: {e}"))
+            return
+        worker.process.join(timeout=5)
+        future.set_exception(_worker_died(worker.process.exitcode))
+        self._retire(worker)
+
+    def _retire(self, worker: _Worker) -> None:
+        # Forget a dead (or stuck) worker; the next submit starts another.
+        self.workers.remove(worker)
+        worker.future = None
+        if worker.process.is_alive():
+            worker.process.kill()
+        worker.process.join()
+        worker.connection.close()
 
     def close(self) -> None:
-        self.pool.shutdown(wait=False, cancel_futures=True)
+        # Idle workers are asked to exit; busy ones are stopped, since nobody
+        # will record their trials.
+        for worker in self.workers:
+            if worker.future is None:
+                with contextlib.suppress(OSError):
+                    worker.connection.send(None)
+            else:
+                worker.process.terminate()
+        for worker in list(self.workers):
+            worker.process.join(timeout=5)
+            self._retire(worker)
 
 
 class _RayPool:
@@ -947,12 +1248,57 @@ def _new_client(config: TuneConfig) -> Any:
     return client
 
 
+#: How many times Ax is asked again when it proposes the point of a failed
+#: trial, before a random point is evaluated instead.
+REPEAT_TRIES = 2
+#: The ``failed`` reason of a trial Ax proposed at a failed trial's point, which
+#: was abandoned rather than evaluated.
+NOT_EVALUATED = "not evaluated: the point of failed trial"
+
+
+def _point(parameters: Mapping[str, Any]) -> tuple:
+    # A parameterisation as a dictionary key.
+    return tuple(sorted(parameters.items()))
+
+
+def random_point(params: tuple[SpaceParam, ...], rng: random.Random) -> dict:
+    r"""A point drawn uniformly from a search space (log-uniformly on a log scale).
+
+    Args:
+        params: The search space.
+        rng: The random stream.
+
+    Returns:
+        The parameters, of the types Ax takes for them (see :func:`ax_parameter`).
+    """
+    out: dict[str, Any] = {}
+    for p in params:
+        if p.kind == "categorical":
+            value = rng.choice(p.choices)
+            numbers = all(
+                isinstance(c, (int, float)) and not isinstance(c, bool)
+                for c in p.choices
+            )
+            if numbers and not all(isinstance(c, int) for c in p.choices):
+                value = float(value)  # Ax holds mixed numbers as floats
+            out[p.name] = value
+            continue
+        if p.log:
+            value = math.exp(rng.uniform(math.log(p.low), math.log(p.high)))
+        else:
+            value = rng.uniform(p.low, p.high)
+        value = min(max(value, p.low), p.high)
+        out[p.name] = int(round(value)) if p.kind == "int" else value
+    return out
+
+
 class _AxRun:
     # The Ax side of a run: the client, saved with the record after each round.
-    def __init__(self, checkpoint: str, config: TuneConfig, resume: bool) -> None:
-        self.checkpoint = checkpoint
+    def __init__(self, lock: CheckpointLock, config: TuneConfig, resume: bool) -> None:
+        self.lock = lock
+        self.config = config
         if resume:
-            self.client, self.record = load_checkpoint(checkpoint)
+            self.client, self.record = load_checkpoint(lock.checkpoint)
             self.interrupted = [
                 index
                 for index, status in _trial_statuses(self.client).items()
@@ -976,7 +1322,49 @@ class _AxRun:
         return _status_counts(self.client).get("COMPLETED", 0)
 
     def suggest(self, wanted: int, others_running: bool) -> dict[int, Any]:
-        return _suggest(self.client, wanted, others_running)
+        # A FAILED trial is neither data nor a pending point to Ax: its model,
+        # unchanged, proposed the same failed point again and again (an
+        # objective NaN on half its space ended the run after 21 failures). A
+        # repeat is marked ABANDONED instead of evaluated, which Ax counts as
+        # pending and avoids in its next proposal; after REPEAT_TRIES repeats,
+        # a random point breaks the loop.
+        failed = {
+            _point(t["parameters"]): int(index)
+            for index, t in self.record["trials"].items()
+            if "parameters" in t
+            and "score" not in t
+            # An interrupted trial may run again; a repeat is not a failure.
+            and not t.get("failed", "interrupted").startswith(
+                ("interrupted", NOT_EVALUATED)
+            )
+        }
+        out: dict[int, Any] = {}
+        for _ in range(1 + REPEAT_TRIES):
+            suggested = _suggest(
+                self.client, wanted - len(out), others_running or bool(out)
+            )
+            for index, parameters in suggested.items():
+                repeated = failed.get(_point(parameters))
+                if repeated is None:
+                    out[index] = parameters
+                    continue
+                self.client.mark_trial_abandoned(index)
+                self.record["trials"][str(index)] = {
+                    "parameters": dict(parameters),
+                    "failed": f"{NOT_EVALUATED} {repeated}",
+                }
+            if len(out) >= wanted or not suggested:
+                return out
+        params = self.config.params()
+        rng = random.Random(self.config.seed * 1_000_003 + len(self.record["trials"]))
+        for _ in range(wanted - len(out)):
+            parameters = random_point(params, rng)
+            for _ in range(10):  # a discrete space may hold few points
+                if _point(parameters) not in failed:
+                    break
+                parameters = random_point(params, rng)
+            out[self.client.attach_trial(parameters=parameters)] = parameters
+        return out
 
     def complete(self, index: int, values: Mapping[str, float]) -> None:
         self.client.complete_trial(trial_index=index, raw_data=dict(values))
@@ -985,13 +1373,13 @@ class _AxRun:
         self.client.mark_trial_failed(index, failed_reason=reason)
 
     def save(self) -> None:
-        save_checkpoint(self.checkpoint, self.client, self.record)
+        save_checkpoint(self.lock.path, self.client, self.record, self.lock)
 
 
 class _OptunaRun:
     # The Optuna side: a study in an SQLite file
     # (botorch_sketch.integrations.tune.study).
-    def __init__(self, checkpoint: str, config: TuneConfig, resume: bool) -> None:
+    def __init__(self, lock: CheckpointLock, config: TuneConfig, resume: bool) -> None:
         try:
             import optuna
 
@@ -1001,11 +1389,14 @@ class _OptunaRun:
                 "--backend optuna needs Optuna: pip install -e '.[optuna]' in a clone"
             ) from None
         if not resume:
-            remove(checkpoint)  # --overwrite, under the lock
+            # --overwrite, under the lock: the file a link resolves to, not the
+            # link, so that the study is made there.
+            remove(lock.path)
         self.verbosity = optuna.logging.get_verbosity()
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         try:
-            self.study = StudyRun(checkpoint, config, resume)
+            self.study = StudyRun(lock.path, config, resume)
+            lock.hold_file()  # the new file, made in place by SQLite
         except Exception:
             optuna.logging.set_verbosity(self.verbosity)
             raise
@@ -1087,18 +1478,19 @@ def tune(
         raise TuneError("pass either --resume or --overwrite, not both")
     if workers is not None and workers < 0:
         raise TuneError("--workers must be 0 or more")
-    directory = os.path.dirname(os.path.abspath(checkpoint))
-    if not os.path.isdir(directory):
-        raise TuneError(f"the directory of {checkpoint} does not exist")
-    if os.path.lexists(checkpoint) and not os.path.isfile(checkpoint):
+    # A symbolic link is followed: the run's file is the one it resolves to.
+    target = os.path.realpath(checkpoint)
+    if not os.path.isdir(os.path.dirname(target)):
+        raise TuneError(f"the directory of {_named(checkpoint, target)} does not exist")
+    if os.path.lexists(target) and not os.path.isfile(target):
         raise TuneError(
             f"checkpoint {checkpoint} is not a regular file (a directory?); "
             "give the path of a file with --checkpoint"
         )
     # Every check of the file is made under the lock: checked before it, two
     # runs could both find no checkpoint and both start one.
-    with checkpoint_lock(checkpoint):
-        exists = os.path.exists(checkpoint)
+    with checkpoint_lock(checkpoint) as lock:
+        exists = os.path.exists(target)
         if resume and not exists:
             raise TuneError(f"--resume: no checkpoint at {checkpoint}")
         if exists and not (resume or overwrite):
@@ -1117,6 +1509,7 @@ def tune(
         return _run_locked(
             config,
             checkpoint,
+            lock,
             resume,
             workers,
             ray_address,
@@ -1129,6 +1522,7 @@ def tune(
 def _run_locked(
     config: TuneConfig,
     checkpoint: str,
+    lock: CheckpointLock,
     resume: bool,
     workers: int | None,
     ray_address: str | None,
@@ -1136,7 +1530,7 @@ def _run_locked(
     max_failures: int,
     progress: bool,
 ) -> dict[str, Any]:
-    # The run itself, under the checkpoint's lock; arguments as in ``tune``.
+    # The run itself, under the checkpoint's ``lock``; arguments as in ``tune``.
     import torch
 
     if resume:
@@ -1151,9 +1545,9 @@ def _run_locked(
     threads_before = torch.get_num_threads()
     try:
         if config.backend == "optuna":
-            backend = _OptunaRun(checkpoint, config, resume)
+            backend = _OptunaRun(lock, config, resume)
         else:
-            backend = _AxRun(checkpoint, config, resume)
+            backend = _AxRun(lock, config, resume)
         if threads is None:
             threads = max(1, (os.cpu_count() or 1) - pool.capacity)
         torch.set_num_threads(threads)

@@ -575,3 +575,60 @@ def test_replaced_checkpoint_keeps_its_mode(short_run, tmp_path):
     path = _copy(short_run[1], tmp_path / "private.json", mode=0o600)
     tune_run.save_checkpoint(str(path), client, record)
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
+def test_a_locked_checkpoint_is_refused_through_a_link(
+    short_run, tmp_path, capsys, no_evaluation
+):
+    # A resume through another name of the live run's file ran beside it,
+    # failed its running trials and killed it (UpdateFinishedTrialError).
+    path = _copy(short_run[1], tmp_path / "ck.json")
+    content = path.read_bytes()
+    symlink = tmp_path / "sym.json"
+    symlink.symlink_to(path)
+    (tmp_path / "elsewhere").mkdir()
+    hard = tmp_path / "elsewhere" / "hard.json"
+    os.link(path, hard)
+    resume = ["--resume", "--trials", "13", "--workers", "0", *FAST]
+    for held, other in [(path, symlink), (path, hard), (symlink, path), (hard, path)]:
+        with tune_run.checkpoint_lock(str(held)):
+            assert tune("--checkpoint", str(other), *resume) == 2, (held, other)
+            err = capsys.readouterr().err
+            assert f"checkpoint {other}" in err and "is in use by another" in err
+    assert path.read_bytes() == content
+    assert sorted(os.listdir(tmp_path)) == ["ck.json", "elsewhere", "sym.json"]
+
+
+def test_the_lock_follows_the_file_a_save_puts_in_place(short_run, tmp_path):
+    # A save replaces the file: the new one is locked before it appears, so a
+    # hard link made to it during the run is refused too.
+    client, record = tune_run.load_checkpoint(str(short_run[1]))
+    path = tmp_path / "ck.json"
+    with tune_run.checkpoint_lock(str(path)) as lock:
+        tune_run.save_checkpoint(str(path), client, record, lock=lock)
+        os.link(path, tmp_path / "hard.json")
+        with pytest.raises(tune_run.TuneError, match="is in use by another"):
+            with tune_run.checkpoint_lock(str(tmp_path / "hard.json")):
+                pass
+    with tune_run.checkpoint_lock(str(tmp_path / "hard.json")):
+        pass
+
+
+def test_a_symlinked_checkpoint_is_written_through(short_run, tmp_path):
+    # The save replaced the link with a file and left the target stale.
+    store = tmp_path / "store"
+    store.mkdir()
+    target = _copy(short_run[1], store / "ck.json")
+    link = tmp_path / "link.json"
+    link.symlink_to(target)
+    client, record = tune_run.load_checkpoint(str(link))
+    record["note"] = "saved through the link"
+    tune_run.save_checkpoint(str(link), client, record)
+    assert link.is_symlink() and os.readlink(link) == str(target)
+    assert json.loads(target.read_text())["botorch_sketch_tune"]["note"]
+    # A run through the link: a new one (Sobol trials only) in the target.
+    argv = [*PROBLEM, "--trials", "2", "--workers", "0", *FAST]
+    assert tune(*argv, "--checkpoint", str(link), "--overwrite") == 0
+    assert link.is_symlink() and os.readlink(link) == str(target)
+    assert len(completed_trials(target)[0]) == 2
+    assert sorted(os.listdir(store)) == ["ck.json"]  # no temporary file left

@@ -114,7 +114,7 @@ def test_optuna_resume_fails_interrupted_trials_and_keeps_the_rest(
         capsys.readouterr().err
     )
     resume = ["--checkpoint", str(path), "--resume", "--trials", "5"]
-    assert tune(*resume, *FAST) == 0
+    assert tune(*resume, "--objective", "toy_objectives:quadratic", *FAST) == 0
     record = _record(path)
     _check_trials(record, 5)
     assert record["trials"]["4"]["failed"] == "interrupted"
@@ -377,3 +377,126 @@ def test_optuna_overwrite_and_foreign_sqlite_files(space_file, tmp_path, capsys)
     with contextlib.closing(sqlite3.connect(foreign)) as db:
         tables = [r[0] for r in db.execute("SELECT name FROM sqlite_master")]
     assert tables == ["t"]
+
+
+def test_resume_runs_only_the_objective_the_command_names(
+    space_file, tmp_path, capsys, monkeypatch
+):
+    # A checkpoint is data: one from elsewhere naming ``os:system`` was imported
+    # and called with each trial's parameters on --resume.
+    path = tmp_path / "run.json"
+    argv = ["--objective", "toy_objectives:quadratic", "--space", space_file]
+    argv += ["--initial", "4", "--checkpoint", str(path)]
+    assert tune(*argv, "--trials", "2", *FAST) == 0
+    snapshot = json.loads(path.read_text())
+    snapshot["botorch_sketch_tune"]["config"]["objective"] = "os:system"
+    path.write_text(json.dumps(snapshot))
+    content = path.read_bytes()
+    calls = []
+    monkeypatch.setattr(os, "system", lambda *args: calls.append(args) or 0.5)
+    capsys.readouterr()
+    resume = ["--checkpoint", str(path), "--resume", "--trials", "3", *FAST]
+    assert tune(*resume) == 2
+    err = capsys.readouterr().err
+    assert "names the objective 'os:system'" in err and "--objective" in err
+    # Naming another function is refused as before; naming it runs it.
+    assert tune(*resume, "--objective", "toy_objectives:quadratic") == 2
+    assert "made with objective = 'os:system'" in capsys.readouterr().err
+    assert not calls and path.read_bytes() == content
+    assert tune(*resume, "--objective", "os:system") == 0
+    assert len(calls) == 1
+
+
+@pytest.mark.slow  # each dead worker's successor imports torch (a few seconds)
+def test_a_worker_that_dies_fails_its_trial_and_the_run_goes_on(space_file, tmp_path):
+    # os._exit (as a segfault or the OOM killer) broke the process pool: a
+    # BrokenProcessPool traceback on either backend (the pool is theirs alike),
+    # and the trial running beside the dead one failed with it.
+    path = tmp_path / "run.json"
+    argv = ["--objective", "toy_objectives:exit_above", "--space", space_file]
+    argv += ["--trials", "6", "--initial", "6", "--checkpoint", str(path)]
+    fast = FAST[:-2]  # without "--workers", "0"
+    assert tune(*argv, *fast, "--workers", "2") == 0
+    record = _record(path)
+    assert len([t for t in record["trials"].values() if "score" in t]) == 6
+    died = [t for t in record["trials"].values() if "failed" in t]
+    assert died, "no trial reached x > 0.7"
+    for trial in record["trials"].values():
+        x = trial["parameters"]["x"]
+        if x > 0.7:
+            assert "WorkerDied" in trial["failed"] and "exit code 1" in trial["failed"]
+        else:
+            assert trial["score"] == pytest.approx((x - 0.3) ** 2)
+    # Every trial is in the checkpoint, none left RUNNING.
+    statuses = tune_run._trial_statuses(tune_run.load_checkpoint(str(path))[0])
+    assert list(statuses.values()).count("FAILED") == len(died)
+    assert len(statuses) == len(record["trials"])
+
+
+def test_ax_finishes_where_half_the_space_returns_nan(space_file, tmp_path):
+    # Ax suggested the failed point again and again (a failed trial is no
+    # data and no pending point) until the run stopped after 21 failures.
+    path = tmp_path / "nan.json"
+    argv = ["--objective", "toy_objectives:nan_half", "--space", space_file]
+    argv += ["--trials", "8", "--initial", "3", "--checkpoint", str(path)]
+    assert tune(*argv, *FAST) == 0
+    record = _record(path)
+    done = [t for t in record["trials"].values() if "score" in t]
+    assert len(done) == 8 and all(t["parameters"]["x"] <= 0.5 for t in done)
+    evaluated = [
+        tuple(sorted(t["parameters"].items()))
+        for t in record["trials"].values()
+        if "score" in t or not t["failed"].startswith("not evaluated")
+    ]
+    assert len(set(evaluated)) == len(evaluated)  # no point evaluated twice
+    # A repeat is ABANDONED (pending to Ax, so not proposed a third time).
+    statuses = tune_run._trial_statuses(tune_run.load_checkpoint(str(path))[0])
+    for index, trial in record["trials"].items():
+        if trial.get("failed", "").startswith("not evaluated"):
+            assert statuses[int(index)] == "ABANDONED"
+
+
+class _RepeatingClient:
+    # An Ax client whose model proposes one point for ever.
+    def __init__(self, point):
+        self.point, self.trials, self.abandoned = point, 1, []
+
+    def get_next_trials(self, max_trials):
+        self.trials += max_trials
+        return {self.trials - 1 - i: dict(self.point) for i in range(max_trials)}
+
+    def mark_trial_abandoned(self, index):
+        self.abandoned.append(index)
+
+    def attach_trial(self, parameters):
+        self.trials += 1
+        return self.trials - 1
+
+
+def test_ax_repeating_a_failed_point_gets_a_random_one():
+    config = tune_run.TuneConfig(
+        objective="toy_objectives:quadratic", space=list(_named_space())
+    )
+    run = object.__new__(tune_run._AxRun)
+    point = {"x": 0.9, "n": 3, "kind": "a"}
+    run.config, run.client = config, _RepeatingClient(point)
+    run.record = {"trials": {"0": {"parameters": point, "failed": "ValueError"}}}
+    suggested = run.suggest(2, others_running=False)
+    # Asked 1 + REPEAT_TRIES times; every repeat abandoned, never evaluated.
+    assert len(run.client.abandoned) == 2 * (1 + tune_run.REPEAT_TRIES)
+    assert len(suggested) == 2
+    for parameters in suggested.values():
+        assert parameters != point and 0 <= parameters["x"] <= 1
+        assert isinstance(parameters["n"], int) and 1 <= parameters["n"] <= 10
+        assert parameters["kind"] in ("a", "b")
+    for index in run.client.abandoned:
+        assert run.record["trials"][str(index)]["failed"].startswith(
+            "not evaluated: the point of failed trial 0"
+        )
+    # An interrupted trial's point may run again.
+    run.record["trials"]["0"]["failed"] = "interrupted"
+    assert list(run.suggest(1, others_running=False).values()) == [point]
+
+
+def _named_space():
+    return ({"name": name, **entry} for name, entry in SPACE.items())

@@ -1,6 +1,7 @@
 """Toy objectives for the ``--objective`` tests (imported by name, like a user's)."""
 
 import math
+import os
 
 #: Not a function: ``--objective toy_objectives:NOT_CALLABLE`` must say so.
 NOT_CALLABLE = 3
@@ -41,3 +42,15 @@ def inf_above(params):
 def size(params):
     """The integer parameter n as a float (a space of n alone)."""
     return float(params["n"])
+
+
+def nan_half(params):
+    """NaN (a failed trial) for x above 0.5: half the space, else a float."""
+    return math.nan if params["x"] > 0.5 else (params["x"] - 0.3) ** 2
+
+
+def exit_above(params):
+    """Ends its process (as a crash or the OOM killer would) for x above 0.7."""
+    if params["x"] > 0.7:
+        os._exit(1)
+    return (params["x"] - 0.3) ** 2
