@@ -80,7 +80,7 @@ class TurboState:
         success_tolerance: Consecutive successes that double the length.
         best_value: The best observation so far (BoTorch maximises). Start it
             at the initial design's best observation; ``-inf`` counts the
-            first finite batch as an improvement.
+            first finite batch as an improvement. NaN and ``+inf`` are refused.
         restart_triggered: Whether the length fell below ``length_min``.
     """
 
@@ -129,6 +129,13 @@ class TurboState:
             )
         if math.isnan(self.best_value):
             raise InputDataError("best_value is NaN.")
+        # Nothing beats +inf: every batch would fail and the region only shrink
+        # to a restart. -inf is the documented "no value yet".
+        if self.best_value == math.inf:
+            raise InputDataError(
+                "best_value is +inf, which no observation can improve on; start "
+                "it at the initial design's best observation, or -inf for none."
+            )
 
 
 def update_state(state: TurboState, Y_next: Tensor) -> TurboState:
@@ -385,8 +392,9 @@ def generate_batch(
             ``AcquisitionFunction``.
         num_restarts: ``optimize_acqf``'s restarts.
         raw_samples: ``optimize_acqf``'s raw samples.
-        num_candidates: Thompson sampling's candidate-set size; defaults to
-            ``min(5000, max(2000, 200 d))``.
+        num_candidates: Thompson sampling's candidate-set size, at least
+            ``batch_size``; defaults to ``min(5000, max(2000, 200 d))`` (or
+            ``batch_size`` if larger).
         seed: Seeds Thompson sampling's candidate set (None: torch's global
             random state, which also drives the posterior draws).
 
@@ -410,7 +418,17 @@ def generate_batch(
     if isinstance(acquisition, AcquisitionFunction):
         acqf = acquisition
     elif acquisition == "ts":
-        size = num_candidates or min(5000, max(2000, 200 * state.dim))
+        # Sampling without replacement picks q distinct candidates: fewer than
+        # q failed inside BoTorch ("selected index k out of range"). A given
+        # size is the caller's and is refused; the default grows to q.
+        if num_candidates is not None and num_candidates < q:
+            raise InputDataError(
+                f"Thompson sampling picks batch_size = {q} distinct candidates; "
+                f"num_candidates = {num_candidates} is fewer. Pass num_candidates "
+                f">= {q} (or None)."
+            )
+        default = min(5000, max(2000, 200 * state.dim))
+        size = num_candidates or max(default, q)
         candidates = perturbed_candidates(center, bounds, size, seed=seed)
         return _thompson_batch(model, candidates, q).detach()
     elif acquisition == "qlognei":

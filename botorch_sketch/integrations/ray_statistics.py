@@ -32,7 +32,8 @@ of files read by the workers (``.pt``: ``torch.save`` of ``(X, Y)`` or a mapping
 last column is ``Y``; anything else through ``reader``), zero-argument
 callables run on the workers (data made from a seed), or a Ray Dataset (its
 blocks). Each shard is read twice, once per pass, and must return the same
-data both times.
+data both times: a hash of its values is compared across the passes, and a
+shard that changed is refused by name.
 
 Needs the ``ray`` extra (``pip install botorch-sketch[ray]``); Ray is imported
 only when a function here runs.
@@ -154,6 +155,7 @@ class _Survey:
     x_max: Tensor
     sample_X: Tensor
     sample_Y: Tensor
+    digest: str
 
 
 @dataclass
@@ -161,6 +163,7 @@ class _Summed:
     # One shard's second pass.
     statistics: DTCStatistics
     n: int
+    digest: str
     seconds: float
     cpu_seconds: float
     peak_rss_mb: float
@@ -280,9 +283,11 @@ def build_sharded_nystrom_gp(
         model._retransform_targets()
         model.select_inducing_points(max_size=model.initial_max_inducing)
     if fit:
+        # The sample may be in the exact regime (its inducing set all of its
+        # inputs); the model of all shards is still a sketch. Not warned rather
+        # than filtered: a filtered warning would use up the process's one.
+        model._warns_exact_regime = False
         with warnings.catch_warnings():
-            # The sample may be in the exact regime (its inducing set all of its
-            # inputs); the model of all shards is still a sketch.
             warnings.simplefilter("ignore", ExactRegimeWarning)
             fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))
     model.eval()
@@ -295,6 +300,15 @@ def build_sharded_nystrom_gp(
             raise ShardFailedError(
                 f"Shard {sid!r} had {s.n} rows in the survey and {part.n} when "
                 "summed: a shard must return the same data every time it is read."
+            )
+        # The same count of other values (a file rewritten between the passes)
+        # would mix the survey's moments, range and sample with statistics of
+        # other data.
+        if part.digest != s.digest:
+            raise ShardFailedError(
+                f"Shard {sid!r} changed between the survey and the statistics "
+                f"pass (the same {s.n} rows, other values): a shard must return "
+                "the same data every time it is read; nothing was built."
             )
     return _attach(model, named, summed, shard_format, None, sample_X.shape[0], phases)
 
@@ -669,6 +683,7 @@ def _survey_shard(
         x_max=X.amax(0),
         sample_X=X[rows].clone(),
         sample_Y=Y[rows].clone(),
+        digest=_digest(X, Y),
     )
 
 
@@ -681,7 +696,19 @@ def _summed_shard(
     stats = model.observation_statistics(X, Y)
     seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KB on Linux
-    return _Summed(stats, X.shape[0], seconds, cpu, peak)
+    return _Summed(stats, X.shape[0], _digest(X, Y), seconds, cpu, peak)
+
+
+def _digest(X: Tensor, Y: Tensor) -> str:
+    # A hash of a shard's values as the model reads them (after the cast to its
+    # dtype), compared across the two passes. One pass over the bytes, far
+    # below the statistics' O(n m^2); row counts alone let changed values by.
+    h = hashlib.blake2b(digest_size=16)
+    for t in (X, Y):
+        t = t.detach().cpu().contiguous()
+        h.update(f"{tuple(t.shape)}{t.dtype}".encode())
+        h.update(t.numpy().data)
+    return h.hexdigest()
 
 
 def _shard_seed(seed: int, shard_id: str) -> int:

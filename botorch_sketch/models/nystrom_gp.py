@@ -72,11 +72,13 @@ from botorch_sketch.models.validation import (
     check_gaussian_likelihood,
     check_new_observations,
     check_observation_noise,
+    check_output_indices,
     check_test_inputs,
     check_training_data,
     check_unbatched_kernel,
     floor_fixed_noise,
     inputs_from_dataset,
+    one_input_points,
 )
 from botorch_sketch.sketching.selection import InducingSelector
 
@@ -153,7 +155,10 @@ class NystromGP(
             inducing: How to choose the inducing set: an
                 :class:`~botorch_sketch.sketching.selection.InducingSelector`, a
                 ``m x d`` tensor of fixed inducing inputs (in the space of
-                ``train_X``), or None for ``RidgeLeverageSampler()``.
+                ``train_X``), or None for ``RidgeLeverageSampler()``. A rule
+                without a generator draws from one of the model's own, seeded
+                from ``torch.initial_seed()`` and the data size: building and
+                fitting leave torch's global random state as they found it.
             covar_module: The kernel; defaults to BoTorch's RBF kernel with a
                 dimension-scaled lengthscale prior, as in ``SingleTaskGP``. It must
                 have no batch dimensions.
@@ -238,7 +243,8 @@ class NystromGP(
         r"""The DTC posterior at ``X``.
 
         Args:
-            X: A ``batch_shape x q x d`` tensor of inputs.
+            X: A ``batch_shape x q x d`` tensor of inputs (for one input
+                dimension, also a ``q`` tensor, as ``SingleTaskGP`` takes).
             output_indices: None or ``[0]`` (the model has one output).
             observation_noise: If True, add the likelihood's noise (for fixed noise,
                 the mean training noise, as BoTorch's ``fantasize`` does); if a
@@ -250,11 +256,14 @@ class NystromGP(
             A ``GPyTorchPosterior`` over ``broadcast(batch_shape, model.batch_shape)
             x q x 1`` with a dense ``q x q`` covariance.
         """
-        if output_indices is not None and list(output_indices) != [0]:
-            raise UnsupportedError(
-                f"{type(self).__name__} has one output; got {output_indices=}."
-            )
+        if output_indices is not None:
+            # Integers only: ``[0.0] == [0]`` and ``[False] == [0]`` passed.
+            if check_output_indices(output_indices, 1) != [0]:
+                raise UnsupportedError(
+                    f"{type(self).__name__} has one output; got {output_indices=}."
+                )
         self.eval()
+        X = one_input_points(X, self.train_X.shape[-1])
         check_test_inputs(X, self.train_X.shape[-1])
         X = self.transform_inputs(X)
         readout = self._posterior_readout()

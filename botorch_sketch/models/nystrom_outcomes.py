@@ -47,7 +47,12 @@ from torch import Tensor
 from torch.nn import ModuleList
 
 from botorch_sketch.models.nystrom_gp import NystromGP
-from botorch_sketch.models.validation import check_training_data, floor_fixed_noise
+from botorch_sketch.models.validation import (
+    check_output_indices,
+    check_training_data,
+    floor_fixed_noise,
+    one_input_points,
+)
 from botorch_sketch.sketching.selection import InducingSelector
 
 _PER_OUTCOME = (
@@ -385,7 +390,8 @@ class MultiOutputNystromGP(NystromGP):
         t = self.num_outputs
         if output_indices is None:
             return list(range(t))
-        indices = [int(i) for i in output_indices]
+        # Integers only: ``int(1.7)`` read 1.7 as outcome 1.
+        indices = check_output_indices(output_indices, t)
         if not indices or any(not -t <= i < t for i in indices):
             raise UnsupportedError(
                 f"output_indices must be a non-empty list of outputs of this "
@@ -411,7 +417,8 @@ class MultiOutputNystromGP(NystromGP):
         r"""The outcomes' DTC posteriors at ``X``, independent across outcomes.
 
         Args:
-            X: A ``batch_shape x q x d`` tensor of inputs.
+            X: A ``batch_shape x q x d`` tensor of inputs (for one input
+                dimension, also a ``q`` tensor, as ``SingleTaskGP`` takes).
             output_indices: The outcomes to include (all by default).
             observation_noise: If True, add each outcome's noise (as
                 ``NystromGP``); if a ``batch_shape x q x t`` tensor, add it
@@ -427,6 +434,7 @@ class MultiOutputNystromGP(NystromGP):
             ``MultivariateNormal`` (``... x q x 1``).
         """
         self.eval()
+        X = one_input_points(X, self.train_X.shape[-1])
         indices = self._output_indices(output_indices)
         if isinstance(observation_noise, Tensor):
             if observation_noise.shape[-1] != self.num_outputs:

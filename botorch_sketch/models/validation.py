@@ -7,6 +7,7 @@ does not look for infinities; these checks always run.
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import torch
@@ -51,9 +52,14 @@ def check_training_data(
             raise InputDataError(f"{name} must be a torch.Tensor, got {type(value)}.")
     if train_X.dim() != 2:
         if train_X.dim() > 2:
+            # The usual source is BoTorch's ``batch_cross_validation`` (its
+            # tutorial fits every leave-one-out fold as one batched model):
+            # name it, so that the refusal says what is not supported.
             raise UnsupportedError(
                 f"{model_name} does not support batched training data (train_X has "
-                f"shape {tuple(train_X.shape)}); use one model per batch."
+                f"shape {tuple(train_X.shape)}), such as the folds of BoTorch's "
+                "batch_cross_validation (its cross-validation tutorial); use one "
+                "model per batch (fold)."
             )
         raise BotorchTensorDimensionError(
             f"train_X must have shape n x d, got {tuple(train_X.shape)}."
@@ -110,6 +116,78 @@ def check_test_inputs(X: Tensor, num_dims: int) -> None:
             f"{num_dims}."
         )
     _check_finite("X", X)
+
+
+def check_output_indices(output_indices: Any, num_outputs: int) -> list[int]:
+    r"""``output_indices`` as a list of Python ints, refusing what is not an index.
+
+    ``int(1.7)`` is 1, and ``[0.0] == [0]``: a float (or a bool) read as an
+    index gave another outcome's posterior, or passed as output 0, silently.
+
+    Args:
+        output_indices: The argument of ``posterior`` or ``subset_output``: an
+            iterable of integers (Python or numpy ints, or one-element integer
+            tensors).
+        num_outputs: The number ``t`` of outputs of the model (for messages).
+
+    Returns:
+        The indices as ints, in the given order and not yet range-checked
+        (callers refuse out-of-range ones with ``UnsupportedError``).
+
+    Raises:
+        InputDataError: for a non-iterable argument, or an element that is not
+            an integer (floats, bools, floating point or boolean tensors).
+    """
+    try:
+        values = list(output_indices)
+    except TypeError:
+        raise InputDataError(
+            f"output_indices must be a list of integers (outputs of this "
+            f"{num_outputs}-output model); got {output_indices!r}."
+        ) from None
+    indices = []
+    for value in values:
+        index = None
+        if isinstance(value, Tensor):
+            integer = not (
+                value.dtype == torch.bool
+                or value.is_floating_point()
+                or value.is_complex()
+            )
+            if integer and value.numel() == 1:
+                index = int(value.reshape(()))
+        elif not isinstance(value, bool):
+            try:
+                index = operator.index(value)
+            except TypeError:
+                index = None
+        if index is None:
+            raise InputDataError(
+                f"output_indices must be integers (outputs of this "
+                f"{num_outputs}-output model); got {values!r}."
+            )
+        indices.append(index)
+    return indices
+
+
+def one_input_points(X: Tensor, num_dims: int) -> Tensor:
+    r"""A ``q`` tensor of test inputs as ``q x 1`` points, for a one-input model.
+
+    ``SingleTaskGP`` takes it so (gpytorch's ``ExactGP`` adds the input
+    dimension), and BoTorch's tutorials pass ``torch.linspace(0, 1, q)``; with
+    more input dimensions a 1-d tensor is no set of points and is left to
+    :func:`check_test_inputs` to refuse.
+
+    Args:
+        X: The test inputs.
+        num_dims: The number ``d`` of input dimensions the model was trained on.
+
+    Returns:
+        ``X.unsqueeze(-1)`` for a 1-d ``X`` and ``d = 1``; else ``X``.
+    """
+    if isinstance(X, Tensor) and X.dim() == 1 and num_dims == 1:
+        return X.unsqueeze(-1)
+    return X
 
 
 def reject_unsupported_options(model_name: str, options: dict) -> None:

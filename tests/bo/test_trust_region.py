@@ -331,3 +331,42 @@ def test_generate_batch_bad_input():
     two_outputs = SingleTaskGP(X, torch.cat([Y, Y], -1))
     with pytest.raises(UnsupportedError, match="single-output"):
         generate_batch(state, two_outputs, X, Y)
+
+
+def test_best_value_plus_infinity_is_refused():
+    # Nothing beats +inf: every batch would be a failure and the region only
+    # shrink. -inf is the documented "no value yet".
+    with pytest.raises(InputDataError, match="best_value"):
+        TurboState(dim=2, batch_size=1, best_value=math.inf)
+    with pytest.raises(InputDataError, match="best_value"):
+        restart_state(TurboState(dim=2, batch_size=1), best_value=math.inf)
+    state = update_state(TurboState(dim=2, batch_size=1), _y(1.0))
+    assert state.success_counter == 1 and state.best_value == 1.0
+
+
+def test_thompson_sampling_needs_a_candidate_per_point(monkeypatch):
+    # MaxPosteriorSampling without replacement picks batch_size distinct
+    # candidates: fewer failed inside BoTorch ("selected index k out of range").
+    X, Y = _data()
+    state = TurboState(dim=3, batch_size=2)
+    model = _gp(X, Y)
+    with pytest.raises(InputDataError, match="num_candidates"):
+        generate_batch(state, model, X, Y, acquisition="ts", num_candidates=1)
+    batch = generate_batch(
+        state, model, X, Y, acquisition="ts", num_candidates=2, seed=0
+    )
+    assert batch.shape == (2, 3)
+    # The default candidate set grows with a batch larger than it.
+    from botorch_sketch.bo import trust_region
+
+    sizes = []
+
+    def thompson(model, candidates, q):
+        sizes.append(candidates.shape[0])
+        return candidates[:q]
+
+    monkeypatch.setattr(trust_region, "_thompson_batch", thompson)
+    state = TurboState(dim=1, batch_size=2100)
+    X1 = X[:, :1]
+    large = generate_batch(state, _gp(X1, Y), X1, Y, acquisition="ts", seed=0)
+    assert large.shape == (2100, 1) and sizes == [2100]

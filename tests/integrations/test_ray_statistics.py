@@ -238,6 +238,29 @@ def test_failing_and_killed_workers_raise_or_retry(built, tmp_path):
         refresh(model, once, max_retries=0)
 
 
+def _changes_after_first_read(marker, rows):
+    # The same number of rows each read, other values after the first (a file
+    # rewritten between the survey and the statistics pass).
+    if not os.path.exists(marker):
+        open(marker, "w").close()
+        return _data(rows, 12)
+    return _data(rows, 13)
+
+
+def test_a_shard_that_changes_between_passes_is_refused(local_ray, tmp_path):
+    # Only the row count was compared: the model mixed one read's moments and
+    # sample with another read's statistics.
+    shards = {
+        "steady": partial(_made, 5, 40),
+        "drifting": partial(_changes_after_first_read, str(tmp_path / "m"), 40),
+    }
+    with pytest.raises(ShardFailedError, match="(?s)'drifting'.*changed"):
+        build_sharded_nystrom_gp(shards, fit=False)
+    # A shard read the same way twice is taken.
+    model = build_sharded_nystrom_gp({"steady": partial(_made, 5, 40)}, fit=False)
+    assert model.shard_record.num_data == 40
+
+
 def test_without_ray_the_error_names_the_extra(monkeypatch):
     from botorch_sketch.integrations import ray_statistics
 

@@ -8,6 +8,7 @@ from gpytorch.mlls import ExactMarginalLogLikelihood
 from helpers import assert_same_hyperparameters, sine_sum, toy_data
 
 from botorch_sketch import NystromGP, RidgeLeverageSampler
+from botorch_sketch.models.nystrom import fitting
 from botorch_sketch.models.nystrom_gp import ExactRegimeWarning
 
 
@@ -20,7 +21,11 @@ def _fit(model):
     return model
 
 
-def test_small_data_fit_the_exact_likelihood_and_become_the_exact_gp(tkwargs):
+def test_small_data_fit_the_exact_likelihood_and_become_the_exact_gp(
+    monkeypatch, tkwargs
+):
+    # The warning comes once a process: let it come (or not) here.
+    monkeypatch.setattr(fitting, "_warned_exact_regime", False)
     X, Y = _data(40, **tkwargs)
     with pytest.warns(ExactRegimeWarning, match="exact GP"):
         model = _fit(NystromGP(X, Y))
@@ -64,7 +69,9 @@ def test_exact_regime_fits_once_and_matches_single_task_gp_hyperparameters(tkwar
     )
 
 
-def test_exact_fraction_none_keeps_the_sketch(tkwargs):
+def test_exact_fraction_none_keeps_the_sketch(monkeypatch, tkwargs):
+    # The warning comes once a process: let it come (or not) here.
+    monkeypatch.setattr(fitting, "_warned_exact_regime", False)
     X, Y = _data(40, **tkwargs)
     model = NystromGP(X, Y)
     model.exact_fraction = None
@@ -74,7 +81,9 @@ def test_exact_fraction_none_keeps_the_sketch(tkwargs):
     assert not model.is_exact
 
 
-def test_large_data_stay_a_sketch(tkwargs):
+def test_large_data_stay_a_sketch(monkeypatch, tkwargs):
+    # The warning comes once a process: let it come (or not) here.
+    monkeypatch.setattr(fitting, "_warned_exact_regime", False)
     # Smooth data and many points: the set is far below half the inputs.
     X, Y = _data(600, d=2, **tkwargs)
     model = NystromGP(X, Y, inducing=RidgeLeverageSampler(qbar=1.0))
@@ -129,7 +138,11 @@ def test_fixed_noise_does_not_take_the_automatic_subset(tkwargs):
     assert torch.isfinite(model.posterior(X[:3]).mean).all()
 
 
-def test_small_data_fit_the_exact_likelihood_even_with_a_small_set(tkwargs):
+def test_small_data_fit_the_exact_likelihood_even_with_a_small_set(
+    monkeypatch, tkwargs
+):
+    # The warning comes once a process: let it come (or not) here.
+    monkeypatch.setattr(fitting, "_warned_exact_regime", False)
     X, Y = _data(120, seed=4, **tkwargs)
     rule = RidgeLeverageSampler(qbar=0.05, generator=torch.Generator().manual_seed(0))
     model = NystromGP(X, Y, inducing=rule)
@@ -149,3 +162,17 @@ def test_small_data_fit_the_exact_likelihood_even_with_a_small_set(tkwargs):
     assert not torch.allclose(
         titsias.covar_module.lengthscale, ref.covar_module.lengthscale, rtol=1e-2
     )
+
+
+def test_the_exact_regime_warns_once_in_a_loop(monkeypatch, tkwargs):
+    # A BO loop refits every iteration: the README promises one warning, and
+    # a loop of 16 fits gave 16 (the message differs from fit to fit, and
+    # BoTorch's fit resets the warnings registry).
+    monkeypatch.setattr(fitting, "_warned_exact_regime", False)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for n in (30, 31, 32):
+            model = _fit(NystromGP(*_data(n, seed=n, **tkwargs)))
+            assert model.is_exact
+    exact = [w for w in caught if issubclass(w.category, ExactRegimeWarning)]
+    assert len(exact) == 1

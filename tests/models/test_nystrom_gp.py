@@ -591,3 +591,123 @@ def test_acquisition_evaluations_reuse_the_posterior_state(monkeypatch, tkwargs)
     model.posterior(Xt.detach().float())
     assert len(calls) == 2 and model.train_X.dtype == torch.float
     assert model.train_X.device == X.device
+
+
+def test_one_dimensional_test_inputs_on_a_one_input_model(tkwargs):
+    # BoTorch's tutorial (fit with a torch optimizer) evaluates a 1-input
+    # model's posterior at a tensor of shape (n,): SingleTaskGP takes it as
+    # n points, q = n, and NystromGP refused it.
+    X, Y = _data(n=20, d=1, **tkwargs)
+    ref = SingleTaskGP(X, Y)
+    model = NystromGP(X, Y, inducing=_all_points(20))
+    model.load_state_dict(ref.state_dict())
+    Xt = torch.linspace(2.0, 5.0, 7, **tkwargs)
+    post, ref_post = model.posterior(Xt), ref.posterior(Xt)
+    assert post.mean.shape == ref_post.mean.shape == (7, 1)
+    assert post.distribution.covariance_matrix.shape == (7, 7)
+    torch.testing.assert_close(post.mean, ref_post.mean)
+    torch.testing.assert_close(post.variance, ref_post.variance)
+    noisy = model.posterior(Xt, observation_noise=True)
+    assert noisy.mean.shape == (7, 1)
+    # Two outcomes take it too.
+    two = NystromGP(X, torch.cat([Y, -Y], -1), inducing=_all_points(20))
+    assert two.posterior(Xt).mean.shape == (7, 2)
+    # With more inputs a 1-d tensor is not a set of points: refused, as before.
+    X3, Y3 = _data(n=20, d=3, **tkwargs)
+    with pytest.raises(BotorchTensorDimensionError, match="batch_shape x q x d"):
+        NystromGP(X3, Y3).posterior(torch.full((3,), 3.0, **tkwargs))
+
+
+def test_batch_cross_validation_is_refused_by_name(tkwargs):
+    from botorch.cross_validation import batch_cross_validation, gen_loo_cv_folds
+
+    X, Y = _data(n=8, **tkwargs)
+    folds = gen_loo_cv_folds(train_X=X, train_Y=Y)
+    with pytest.raises(UnsupportedError, match="batch_cross_validation"):
+        batch_cross_validation(
+            model_cls=NystromGP, mll_cls=ExactMarginalLogLikelihood, cv_folds=folds
+        )
+    with pytest.raises(UnsupportedError, match="batch_cross_validation"):
+        NystromGP(folds.train_X, folds.train_Y)
+
+
+def _fit_keeping_global_state(model):
+    # Fits and reads a posterior; returns whether torch's global random
+    # states (the CPU's, and CUDA's where there is one) are unchanged.
+    def states():
+        cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_available() else []
+        return [torch.get_rng_state(), *cuda]
+
+    before = states()
+    fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))
+    model.posterior(model.train_X[:3])
+    after = states()
+    return len(before) == len(after) and all(
+        torch.equal(a, b) for a, b in zip(before, after, strict=True)
+    )
+
+
+def _small_fit_options(model, options):
+    # The default fitting path at n = 900 with smaller subsets, for speed.
+    for name, value in options.items():
+        setattr(model, name, value)
+    return model
+
+
+@pytest.mark.parametrize(
+    "n, options, exact",
+    [
+        (40, {}, True),  # one exact fit, then the rule once
+        # The automatic subset: the rule among 300 rows, an exact fit on 100.
+        (900, {"automatic_fit_subset_size": 300, "exact_fit_size": 100}, False),
+    ],
+)
+def test_fitting_draws_nothing_from_the_global_generator(n, options, exact, tkwargs):
+    # SingleTaskGP's fit draws no random number; a seeded script that swaps in
+    # NystromGP must see the same random numbers after the fit.
+    import warnings
+
+    from botorch_sketch.models.nystrom_gp import ExactRegimeWarning
+
+    X, Y = _data(n=n, d=2, **tkwargs)
+    torch.manual_seed(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ExactRegimeWarning)
+        model = _small_fit_options(NystromGP(X, Y), options)
+        assert _fit_keeping_global_state(model)
+    assert model.is_exact == exact
+    # Two identical builds under one seed are one model.
+    torch.manual_seed(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ExactRegimeWarning)
+        again = _small_fit_options(NystromGP(X, Y), options)
+        fit_gpytorch_mll(ExactMarginalLogLikelihood(again.likelihood, again))
+    assert torch.equal(again.inducing_index, model.inducing_index)
+    Xt = X[:5] + 0.01
+    torch.testing.assert_close(again.posterior(Xt).mean, model.posterior(Xt).mean)
+    torch.testing.assert_close(
+        again.posterior(Xt).variance, model.posterior(Xt).variance
+    )
+
+
+def test_select_inducing_points_draws_nothing_from_the_global_generator(tkwargs):
+    X, Y = _data(n=300, d=2, **tkwargs)
+    rule = RidgeLeverageSampler(qbar=1.0)
+    model = NystromGP(X, Y, inducing=rule)
+    state = torch.get_rng_state()
+    model.select_inducing_points()
+    first = model.inducing_index.clone()
+    model.select_inducing_points()
+    assert torch.equal(state, torch.get_rng_state())
+    # Each selection draws afresh from the model's own stream, and the rule
+    # given keeps no generator of the model's.
+    assert not torch.equal(first, model.inducing_index)
+    assert rule.generator is None
+    # A rule's own generator is still the one it draws from.
+    seeded = NystromGP(
+        X, Y, inducing=RidgeLeverageSampler(generator=torch.Generator().manual_seed(5))
+    )
+    other = NystromGP(
+        X, Y, inducing=RidgeLeverageSampler(generator=torch.Generator().manual_seed(6))
+    )
+    assert not torch.equal(seeded.inducing_index, other.inducing_index)

@@ -361,3 +361,46 @@ def test_moves_with_to(tkwargs):
     assert model.train_X.dtype == tkwargs["dtype"]
     assert all(m.train_X.dtype == tkwargs["dtype"] for m in model.outcome_models)
     assert model.posterior(X[:3]).mean.dtype == tkwargs["dtype"]
+
+
+@pytest.mark.parametrize(
+    "indices, error, match",
+    [
+        # A float was truncated: [1.7] read as [1], another outcome's posterior.
+        ([1.7], InputDataError, "integers"),
+        ([0.0], InputDataError, "integers"),
+        ([True], InputDataError, "integers"),
+        ([torch.tensor(1.0)], InputDataError, "integers"),
+        ([2], UnsupportedError, "output_indices"),
+        ([-3], UnsupportedError, "output_indices"),
+        ([], UnsupportedError, "output_indices"),
+    ],
+)
+def test_output_indices_must_be_integers_of_the_outputs(indices, error, match, tkwargs):
+    X, Y = _data(**tkwargs)
+    model = NystromGP(X, Y, inducing=GreedyVarianceSelector(10))
+    Xt = X[:3]
+    with pytest.raises(error, match=match):
+        model.posterior(Xt, output_indices=indices)
+    with pytest.raises(error, match=match):
+        model.subset_output(indices)
+    # Integers of any integer type are outputs, negative ones from the end.
+    for index in (1, -1, torch.tensor(1), torch.tensor([1])[0]):
+        one = model.posterior(Xt, output_indices=[index])
+        torch.testing.assert_close(one.mean[..., 0], model.posterior(Xt).mean[..., 1])
+
+
+def test_single_output_indices_must_be_the_integer_zero(tkwargs):
+    X, Y = _data(t=1, **tkwargs)
+    model = NystromGP(X, Y, inducing=GreedyVarianceSelector(10))
+    Xt = X[:3]
+    # [0.0] and [False] compared equal to [0].
+    for indices in ([0.0], [False], [0.4]):
+        with pytest.raises(InputDataError, match="integers"):
+            model.posterior(Xt, output_indices=indices)
+    with pytest.raises(UnsupportedError, match="one output"):
+        model.posterior(Xt, output_indices=[1])
+    torch.testing.assert_close(
+        model.posterior(Xt, output_indices=[torch.tensor(0)]).mean,
+        model.posterior(Xt).mean,
+    )

@@ -13,9 +13,14 @@ With every distinct training input inducing, the DTC posterior is the exact GP's
 :attr:`InducingSetMixin.is_exact` records that regime, which the fit enters when
 the rule's set would cover most of the inputs anyway. Every change of the set
 drops the cached posterior state (:mod:`botorch_sketch.models.nystrom.state`).
+A rule without a generator of its own draws from the model's, never from
+torch's global one (see ``InducingSetMixin._drawing_rule``).
 """
 
 from __future__ import annotations
+
+import copy
+import hashlib
 
 import torch
 from botorch.exceptions.errors import InputDataError, UnsupportedError
@@ -57,6 +62,8 @@ class InducingSetMixin:
         # the rule's choice): the DTC posterior is then the exact GP's.
         self._every_input_inducing = False
         self._inducing_fraction = 0.0
+        # Selections the model's own generator has served (see ``_drawing_rule``).
+        self._selections = 0
 
     @staticmethod
     def _check_fixed_inducing(inducing: Tensor, train_X: Tensor) -> Tensor:
@@ -152,7 +159,7 @@ class InducingSetMixin:
                     noise=counts.to(X) / precision,
                     counts=counts,
                 )
-                chosen = self._rule.select(candidates, current=current)
+                chosen = self._drawing_rule().select(candidates, current=current)
                 if max_size is not None and self._rule.depends_on_hyperparameters:
                     chosen = chosen[:max_size]
                 self.inducing_index = rows[first[chosen]]
@@ -162,6 +169,34 @@ class InducingSetMixin:
                 )
                 self._inducing_fraction = chosen.numel() / first.numel()
         self._cache = None
+
+    def _drawing_rule(self) -> InducingSelector:
+        # The rule, drawing from a generator of the model's own when it has
+        # none. SingleTaskGP's fit draws no random number; a rule drawing from
+        # torch's global generator made a seeded script's later draws change
+        # when NystromGP replaced it (and an exact-regime model's set is all
+        # inputs whatever the draw). The seed is torch's initial seed (so
+        # ``torch.manual_seed`` still decides the draws, and reading it draws
+        # nothing), the number of training rows, the first and last targets
+        # (the outcomes of a multi-output model draw apart) and the number of
+        # selections so far: identical builds choose identical sets, and
+        # successive selections (fitting rounds) draw afresh. A shallow copy
+        # carries the generator, so the user's rule (which other models may
+        # share) is left as it was given.
+        rule = self._rule
+        if rule.generator is not None:
+            return rule
+        self._selections = getattr(self, "_selections", 0) + 1
+        ends = self.train_targets[..., [0, -1]].reshape(-1).tolist()
+        key = (
+            f"{torch.initial_seed()}:{self.train_X.shape[0]}:{self._selections}:{ends}"
+        )
+        digest = hashlib.sha256(key.encode()).digest()
+        rule = copy.copy(rule)
+        rule.generator = torch.Generator().manual_seed(
+            int.from_bytes(digest[:8], "little") >> 1
+        )
+        return rule
 
     def add_inducing_points(self, rows: Tensor) -> None:
         r"""Add training observations' inputs to the inducing set.
