@@ -219,8 +219,7 @@ class IncrementalGP:
         if train_X.shape[0] == old_n:
             self.counts.last, self.counts.last_reason = "unchanged", ""
             return model
-        grown = train_X.shape[0] >= (1 + self.refit_growth) * self._fitted_size
-        if self._since_refit + 1 >= self.refit_every and grown:
+        if self.refit_due(train_X.shape[0]):
             return self._refit(train_X, train_Y, train_Yvar, "schedule")
         new_X, new_Y = train_X[old_n:], train_Y[old_n:]
         noise = None
@@ -244,6 +243,32 @@ class IncrementalGP:
         self.counts.conditioned += 1
         self.counts.last, self.counts.last_reason = "conditioned", ""
         return conditioned
+
+    def refit_due(self, n: int) -> bool:
+        r"""Whether a call that extends the data to ``n`` rows refits on schedule.
+
+        True before the first build. A caller that transforms its observations
+        with statistics of all of them (``SketchSampler`` warps its objective)
+        can re-estimate those statistics only at such calls: the earlier rows
+        then change only when the model is refitted anyway, and the calls in
+        between stay Woodbury steps.
+
+        Args:
+            n: The number of rows the next call will pass.
+
+        Returns:
+            Whether ``refit_every`` and ``refit_growth`` call for a refit then
+            (the growth of the inducing set and the drift of the likelihood,
+            which also refit, are known only once the new rows are absorbed).
+        """
+        model = self.model
+        if model is None:
+            return True
+        return (
+            n > model.train_X.shape[0]
+            and self._since_refit + 1 >= self.refit_every
+            and n >= (1 + self.refit_growth) * self._fitted_size
+        )
 
     # ----------------------------------------------------------------- steps
 
@@ -305,10 +330,15 @@ class IncrementalGP:
         self, X: Tensor, Y: Tensor, Yvar: Tensor | None, reason: str
     ) -> NystromGP:
         # Changed data (rows removed or reordered) keep the warm hyperparameters
-        # but not the inducing set, whose row numbers no longer mean the same.
-        model = self._build(
-            X, Y, Yvar, warm=self.model, same_rows=reason != "data changed"
+        # but not the inducing set, whose row numbers no longer mean the same;
+        # changed values at the same inputs (re-estimated warping, corrected
+        # observations) keep it, as a scheduled refit does.
+        previous = self.model
+        n = previous.train_X.shape[0]
+        same_rows = reason != "data changed" or (
+            X.shape[0] >= n and torch.equal(X[:n], previous.train_X)
         )
+        model = self._build(X, Y, Yvar, warm=previous, same_rows=same_rows)
         self.counts.last_reason = reason
         return model
 

@@ -63,6 +63,7 @@ from botorch.utils.multi_objective.pareto import is_non_dominated
 from botorch.utils.sampling import draw_sobol_samples, manual_seed
 from botorch.utils.transforms import normalize, unnormalize
 from gpytorch.mlls import ExactMarginalLogLikelihood
+from scipy import special
 from torch import Tensor
 
 try:
@@ -105,6 +106,9 @@ _MAX_SEED = 2**31 - 1
 #: Scheduled refits also wait for the trials to grow by 5% (every ``refit_every``
 #: trials up to 200, every 5% of the trials after): see ``IncrementalGP``.
 _REFIT_GROWTH = 0.05
+#: ``_HalfRankWarp`` warps only values whose standard deviation is more than
+#: this many times the upper half's spread about the median.
+_WARP_SPREAD = 10.0
 _TKWARGS: dict[str, Any] = {"dtype": torch.float64, "device": torch.device("cpu")}
 
 
@@ -141,6 +145,15 @@ class SketchSampler(BaseSampler):
     - honours constraints set with ``trial.set_constraint`` (feasible when
       ``<= 0``), each modelled by its own GP.
 
+    A single objective is modelled through its half-rank warping when a few
+    bad trials make most of its spread (``warp_objective``; see
+    :class:`_HalfRankWarp`): a GP standardises the values and infers a noise
+    of at least ``1e-4`` of their variance, under which the differences
+    between good trials vanished (issue 38: the README's learning-rate search
+    stopped improving at trial 20). The warping is monotone, so incumbents and
+    improvements keep their order; a carried ``NystromGP`` has it re-estimated
+    only at its scheduled refits.
+
     Several objectives are modelled by a ``ModelListGP`` of one model per
     objective (as a multi-output ``NystromGP`` is: one sketch per outcome); the
     hypervolume reference point is BoTorch's ``infer_reference_point`` on the
@@ -168,6 +181,7 @@ class SketchSampler(BaseSampler):
         warm_start: bool = True,
         refit_every: int = 10,
         acquisition: str = "auto",
+        warp_objective: bool = True,
         warn_independent_sampling: bool = True,
     ) -> None:
         r"""Check the options and build the sampler.
@@ -178,7 +192,9 @@ class SketchSampler(BaseSampler):
                 (``NystromGP``, ``GradientSubsetGP``, ``SingleTaskGP``, ...), or a
                 factory ``(train_X, train_Y) -> fitted Model`` (no warm start then).
                 ``train_X`` is ``n x D`` in the unit cube; ``train_Y`` is ``n x 1``,
-                to be maximised, in original units (the model standardises it).
+                to be maximised: the objective's half-rank warping with one
+                objective (``warp_objective``), else the values as observed
+                (the model standardises it).
             model_options: Keyword arguments for the model class, e.g.
                 ``{"subset_size": 100}`` for ``GradientSubsetGP``.
             seed: Seed for the independent sampler and for the acquisition's
@@ -211,6 +227,15 @@ class SketchSampler(BaseSampler):
                 chosen alone (one objective, no constraints, no running trials;
                 what ``GPSampler`` does), else the Monte Carlo acquisition.
                 ``"mc"``: always ``qLogNoisyExpectedImprovement`` (or qLogNEHVI).
+            warp_objective: With one objective, model its half-rank warping
+                (see :class:`_HalfRankWarp`: when the values spread over more
+                than ten times the upper half's spread, those below the median
+                are drawn in to a few of the upper half's spreads, in rank
+                order) rather than the values themselves. A model that
+                standardises all values sees the differences between the good
+                trials as noise when a few bad ones make the spread (BoTorch's
+                inferred noise is at least ``1e-4`` of the standardised
+                variance). False models the values as they are.
             warn_independent_sampling: Log a warning when a parameter is sampled by
                 the independent sampler after the startup trials.
         """
@@ -254,6 +279,7 @@ class SketchSampler(BaseSampler):
         _check_int("max_baseline", max_baseline, 1)
         _check_int("refit_every", refit_every, 1)
         _check_acquisition(acquisition)
+        _check_bool("warp_objective", warp_objective)
         if raw_samples < num_restarts:
             raise InputDataError(
                 f"raw_samples ({raw_samples}) must be at least num_restarts "
@@ -280,6 +306,7 @@ class SketchSampler(BaseSampler):
         self._warm_start = warm_start
         self._refit_every = refit_every
         self._analytic = acquisition == "auto"
+        self._warp_objective = warp_objective
         self._warn_independent_sampling = warn_independent_sampling
         # Fitted hyperparameters (or carried NystromGPs) by output name, valid for
         # this search space only; the lock keeps n_jobs threads from updating
@@ -287,6 +314,9 @@ class SketchSampler(BaseSampler):
         self._warm_space: dict[str, BaseDistribution] | None = None
         self._warm_states: dict[str, dict[str, Tensor]] = {}
         self._incremental: dict[str, IncrementalGP] = {}
+        # The objective's warping by output name, re-estimated only when its
+        # model is refitted anyway (see ``_warp``).
+        self._warps: dict[str, _HalfRankWarp] = {}
         # Encoded parameters of completed trials by trial id, for this search
         # space: a completed trial's parameters never change, and encoding
         # every trial anew each time costs more than the model at n = 1000.
@@ -316,6 +346,8 @@ class SketchSampler(BaseSampler):
         self.__dict__.update(state)
         self.__dict__.setdefault("_encoded", {})
         self.__dict__.setdefault("_study_key", None)
+        self.__dict__.setdefault("_warps", {})
+        self.__dict__.setdefault("_warp_objective", True)
         self._lock = threading.RLock()
 
     def reseed_rng(self) -> None:
@@ -397,6 +429,7 @@ class SketchSampler(BaseSampler):
             self._warm_space = dict(search_space)
             self._warm_states = {}
             self._incremental = {}
+            self._warps = {}
             self._encoded = {}
         transform = _SearchSpaceTransform(search_space, transform_0_1=True)
         train_X = self._encode_completed(transform, completed)
@@ -430,6 +463,7 @@ class SketchSampler(BaseSampler):
                 max_baseline=self._max_baseline,
                 round_to_grid=_rounding(transform, search_space),
                 analytic=self._analytic,
+                warp=self._warp if self._warp_objective else None,
             )
         params = _plain_values(
             transform.untransform(candidate.squeeze(0).numpy()), search_space
@@ -487,6 +521,20 @@ class SketchSampler(BaseSampler):
             rows.append(row)
         return torch.as_tensor(np.stack(rows), **_TKWARGS)
 
+    def _warp(self, train_Y: Tensor, name: str) -> Tensor:
+        r"""The objective's values as modelled (see ``_HalfRankWarp``).
+
+        A carried ``NystromGP`` absorbs new trials by a Woodbury step only
+        while the earlier rows are unchanged: its warping is re-estimated when
+        the model is refitted on schedule anyway and kept in between (new
+        values go through the kept map). Other models are fitted anew each
+        trial, and so is their warping.
+        """
+        with self._lock:
+            carried = self._model is NystromGP and self._warm_start
+            surrogate = self._incremental.get(name) if carried else None
+            return _warped(self._warps, name, train_Y, surrogate)
+
     def _fit(self, train_X: Tensor, train_Y: Tensor, name: str) -> Model:
         r"""Build and fit one output's model, warm-started when possible."""
         if not isinstance(self._model, type):
@@ -539,6 +587,8 @@ def nystrom_candidates_func(
     per objective and constraint (a ``ModelListGP`` when there are several) and
     maximises ``qLogNoisyExpectedImprovement`` (one objective) or
     ``qLogNoisyExpectedHypervolumeImprovement`` (several), with pending points.
+    A single objective is modelled through its half-rank warping, as
+    ``SketchSampler`` models it.
 
     Example:
         >>> from optuna_integration import BoTorchSampler
@@ -566,7 +616,10 @@ def nystrom_candidates_func(
             fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))
         return model
 
-    return _candidates(train_x, train_obj, train_con, bounds, pending_x, fit)
+    def warp(Y: Tensor, name: str) -> Tensor:
+        return _HalfRankWarp(Y)(Y)
+
+    return _candidates(train_x, train_obj, train_con, bounds, pending_x, fit, warp=warp)
 
 
 class NystromCandidates:
@@ -589,19 +642,29 @@ class NystromCandidates:
         >>> sampler = BoTorchSampler(candidates_func=NystromCandidates())
     """
 
-    def __init__(self, refit_every: int = 10, acquisition: str = "auto") -> None:
+    def __init__(
+        self,
+        refit_every: int = 10,
+        acquisition: str = "auto",
+        warp_objective: bool = True,
+    ) -> None:
         r"""Configure the carried models.
 
         Args:
             refit_every: Refit the hyperparameters every this many trials (see
                 :class:`~botorch_sketch.bo.IncrementalGP`).
             acquisition: ``"auto"`` or ``"mc"``, as for ``SketchSampler``.
+            warp_objective: Model a single objective's half-rank warping, as
+                for ``SketchSampler`` (re-estimated at the scheduled refits).
         """
         _check_int("refit_every", refit_every, 1)
         _check_acquisition(acquisition)
+        _check_bool("warp_objective", warp_objective)
         self.refit_every = refit_every
         self.analytic = acquisition == "auto"
+        self.warp_objective = warp_objective
         self._incremental: dict[str, IncrementalGP] = {}
+        self._warps: dict[str, _HalfRankWarp] = {}
         self._bounds: Tensor | None = None
 
     def __call__(
@@ -617,6 +680,7 @@ class NystromCandidates:
             # A new search space: the carried models describe another one.
             self._bounds = bounds.clone()
             self._incremental = {}
+            self._warps = {}
 
         def fit(X: Tensor, Y: Tensor, name: str) -> Model:
             surrogate = self._incremental.get(name)
@@ -628,8 +692,18 @@ class NystromCandidates:
                 warnings.simplefilter("ignore", ExactRegimeWarning)
                 return surrogate(X, Y)
 
+        def warp(Y: Tensor, name: str) -> Tensor:
+            return _warped(self._warps, name, Y, self._incremental.get(name))
+
         return _candidates(
-            train_x, train_obj, train_con, bounds, pending_x, fit, self.analytic
+            train_x,
+            train_obj,
+            train_con,
+            bounds,
+            pending_x,
+            fit,
+            self.analytic,
+            warp if self.warp_objective else None,
         )
 
 
@@ -641,6 +715,7 @@ def _candidates(
     pending_x: Tensor | None,
     fit: Callable[[Tensor, Tensor, str], Model],
     analytic: bool = False,
+    warp: Callable[[Tensor, str], Tensor] | None = None,
 ) -> Tensor:
     r"""The body of both candidates functions, in ``train_x``'s space."""
     D = train_x.shape[-1]
@@ -676,6 +751,7 @@ def _candidates(
         max_baseline=128,
         round_to_grid=None,
         analytic=analytic,
+        warp=warp,
     )
     # Strictly below the upper bounds: Optuna's untransform (BoTorchSampler's)
     # returns a continuous parameter at its upper bound as the
@@ -698,6 +774,7 @@ def _suggest(
     max_baseline: int,
     round_to_grid: Callable[[Tensor], Tensor] | None,
     analytic: bool = False,
+    warp: Callable[[Tensor, str], Tensor] | None = None,
 ) -> Tensor:
     r"""Fit the models and maximise the acquisition over the unit cube.
 
@@ -715,6 +792,9 @@ def _suggest(
         round_to_grid: Maps ``... x D`` points to valid configurations.
         analytic: Use analytic LogEI when the trial is chosen alone (one
             objective, no constraints, no pending points).
+        warp: ``(Y, name) -> values modelled``, a monotone map of a single
+            objective's ``n x 1`` values (several objectives and the
+            constraints are modelled as they are).
 
     Returns:
         A ``1 x D`` tensor in the unit cube.
@@ -723,6 +803,9 @@ def _suggest(
     train_con = None if train_con is None else _modelable(train_con)
     n_obj = train_obj.shape[-1]
     outputs = [(f"objective {i}", train_obj[:, i : i + 1]) for i in range(n_obj)]
+    if warp is not None and n_obj == 1:
+        # Monotone: the incumbent and the improvements keep their order.
+        outputs[0] = (outputs[0][0], warp(train_obj, outputs[0][0]))
     if train_con is not None:
         outputs += [
             (f"constraint {i}", train_con[:, i : i + 1])
@@ -856,6 +939,104 @@ def _taken(X: Tensor, taken: Tensor) -> Tensor:
     return torch.cat(
         [(torch.cdist(x, taken, p=math.inf) <= 1e-9).any(dim=-1) for x in X.split(256)]
     )
+
+
+def _warped(
+    warps: dict[str, _HalfRankWarp],
+    name: str,
+    Y: Tensor,
+    surrogate: IncrementalGP | None,
+) -> Tensor:
+    r"""``Y`` through ``warps[name]``, re-estimated where no refit is skipped.
+
+    Re-estimating changes the earlier rows, which a carried ``IncrementalGP``
+    would take for changed data and refit: the warping is kept while the
+    surrogate would absorb ``Y`` by a Woodbury step, and re-estimated at the
+    calls it refits on schedule (``surrogate`` None: at every call).
+    """
+    warp = warps.get(name)
+    if warp is None or surrogate is None or surrogate.refit_due(len(Y)):
+        warp = warps[name] = _HalfRankWarp(Y)
+    return warp(Y)
+
+
+class _HalfRankWarp:
+    r"""Half-rank warping of one objective's values, fixed once estimated.
+
+    A GP standardises its outcomes and infers a noise variance of at least
+    ``1e-4`` of that scale (BoTorch's ``MIN_INFERRED_NOISE_LEVEL``). When a few
+    bad trials make the spread (a wrong ``depth`` costing units where the
+    learning rate moves the objective by ``0.01``), the differences between
+    the good trials are below that noise: the model calls them noise, and
+    expected improvement keeps proposing the trials it has (issue 38). Optuna's
+    ``GPSampler`` lets the noise go down to ``1e-6`` of the scale, which
+    resolves them (with a floor of ``1e-4`` it stalls as well); the sampler
+    cannot reach the noise constraint of a model a factory builds, so the
+    values are warped instead, after Vizier's half-rank warping [Song2024]_
+    but drawing in only. The map is the identity unless the standard deviation
+    of the values is more than ``_WARP_SPREAD`` (10) times the upper half's
+    spread ``s`` (below), where the floor's standard deviation (1% of theirs)
+    exceeds a tenth of ``s``; otherwise:
+
+    - values at or above the median ``m`` of the estimation values are kept;
+    - a value ``y`` below it becomes ``max(y, m + s * Phi^-1(q))``, with ``q``
+      its rank quantile ``(rank - 1/2) / n`` among the estimation values (ties
+      share their mean rank) and ``s`` the root-mean-square distance of the
+      upper half from ``m``: the bad half is drawn in to a few ``s`` below the
+      median, in rank order, and never spread wider than it was.
+
+    The map is monotone, so the order of the values (the incumbent, what is an
+    improvement) is kept. It is fixed once estimated: a value it was not
+    estimated on is interpolated linearly between the neighbouring estimation
+    values (below the lowest, ``y_0`` warped to ``w_0``, it becomes
+    ``max(y, w_0 - s * log1p((y_0 - y) / (m - y_0)))``), so that the earlier
+    rows of a carried model do not change between re-estimations.
+
+    References:
+
+    .. [Song2024]
+        X. Song et al. The Vizier Gaussian process bandit algorithm.
+        arXiv:2408.11527, 2024 (its output warping: half-rank, then log).
+    """
+
+    def __init__(self, Y: Tensor) -> None:
+        r"""Estimate the warping on ``n x 1`` finite values (to be maximised)."""
+        y = Y.detach().reshape(-1).cpu().numpy().astype(np.float64)
+        self.median = float(np.median(y))
+        upper = y[y >= self.median]
+        scale = math.sqrt(float(np.mean((upper - self.median) ** 2)))
+        if not scale > 0:
+            # The upper half all at the median (ties): the whole spread.
+            scale = math.sqrt(float(np.mean((y - self.median) ** 2)))
+        # Only a spread that buries the upper half's differences under the
+        # noise floor is warped; otherwise the map is the identity.
+        self.scale = scale if float(np.std(y)) > _WARP_SPREAD * scale else 0.0
+        values, counts = np.unique(y, return_counts=True)
+        # Mean 1-based rank of each distinct value.
+        rank = np.cumsum(counts) - (counts - 1) / 2.0
+        below = values < self.median
+        quantile = (rank[below] - 0.5) / len(y)
+        warped = np.maximum(
+            values[below], self.median + scale * special.ndtri(quantile)
+        )
+        # Knots of the interpolation, increasing in both coordinates, ending at
+        # the median (which maps to itself).
+        self.knots = np.append(values[below], self.median)
+        self.warped = np.append(warped, self.median)
+
+    def __call__(self, Y: Tensor) -> Tensor:
+        r"""The warped ``n x 1`` values, each row's from its own value alone."""
+        if not self.scale > 0:
+            return Y
+        y = Y.detach().reshape(-1).cpu().numpy().astype(np.float64)
+        s, y0, w0 = self.scale, self.knots[0], self.warped[0]
+        # Below the lowest estimation value: further by the log of how much
+        # further than it the value is from the median.
+        spread = self.median - y0 if self.median > y0 else s
+        inside = np.interp(y, self.knots, self.warped)
+        tail = np.maximum(y, w0 - s * np.log1p(np.maximum(y0 - y, 0.0) / spread))
+        w = np.where(y >= self.median, y, np.where(y < y0, tail, inside))
+        return torch.as_tensor(w, dtype=Y.dtype, device=Y.device).reshape(Y.shape)
 
 
 class _OutcomeIndex:
@@ -1040,6 +1221,11 @@ def _check_acquisition(acquisition: str) -> None:
         raise InputDataError(
             f'acquisition must be "auto" or "mc"; got {acquisition!r}.'
         )
+
+
+def _check_bool(name: str, value: bool) -> None:
+    if not isinstance(value, bool):
+        raise InputDataError(f"{name} must be True or False; got {value!r}.")
 
 
 def _check_int(name: str, value: int, minimum: int) -> None:

@@ -252,6 +252,41 @@ def test_data_corrected_in_place_rebuild_the_model():
     torch.testing.assert_close(model.train_Y, Y)
 
 
+def test_refit_due_foretells_the_scheduled_refits(monkeypatch):
+    # SketchSampler re-estimates its warping of the objective only at calls
+    # that refit anyway: refit_due must say which calls those are.
+    X, batches, noise = _stream(steps=6)
+    surrogate = IncrementalGP(
+        refit_every=2, refit_growth=0.1, drift_tolerance=None, qbar=1e-12
+    )
+    assert surrogate.refit_due(len(X))
+    surrogate(X, _f(X) + noise[: len(X)])
+    assert not surrogate.refit_due(len(X))
+    dues = []
+    for batch in batches:
+        X = torch.cat([X, batch])
+        due = surrogate.refit_due(len(X))
+        surrogate(X, _f(X) + noise[: len(X)])
+        assert due == (surrogate.counts.last == "refit")
+        dues.append(due)
+    assert any(dues) and not all(dues)
+    # New values at the same inputs (a re-estimated warping): a refit that
+    # keeps the inducing rows, which still number the same inputs; reordered
+    # inputs do not.
+    same_rows = []
+    original = IncrementalGP._warm_start
+
+    def spy(model, previous, same):
+        same_rows.append(same)
+        return original(model, previous, same)
+
+    monkeypatch.setattr(IncrementalGP, "_warm_start", staticmethod(spy))
+    surrogate(X, 2 * _f(X) + noise[: len(X)])
+    surrogate(X.flip(0), _f(X.flip(0)))
+    assert surrogate.counts.last_reason == "data changed"
+    assert same_rows == [True, False]
+
+
 def test_bad_shapes_are_named_before_anything_is_built():
     from botorch.exceptions.errors import BotorchTensorDimensionError, UnsupportedError
 
