@@ -25,8 +25,8 @@ def online_nystrom(tkwargs):
     """
     from helpers import rbf_kernel
 
-    from botorch_sketch.sketching.incremental import IncrementalNystrom
-    from botorch_sketch.sketching.kors import KORS
+    from botorch_sketch.sketching.online import IncrementalNystrom
+    from botorch_sketch.sketching.rules import KORS
 
     n = 80
     k = rbf_kernel(0.2, **tkwargs)

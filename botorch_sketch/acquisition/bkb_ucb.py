@@ -41,8 +41,8 @@ from botorch.sampling.base import MCSampler
 from torch import Tensor
 
 from botorch_sketch.models.nystrom_gp import NystromGP
-from botorch_sketch.sketching.confidence import WidthForm, bkb_width
-from botorch_sketch.sketching.kernels import kernel_diagonal
+from botorch_sketch.sketching.embedding import kernel_diagonal
+from botorch_sketch.sketching.posterior import WidthForm, bkb_width
 
 
 def bkb_beta(
@@ -57,7 +57,7 @@ def bkb_beta(
     Args:
         model: A fitted single-output NystromGP.
         form: ``"theory"`` (Theorem 2, safe form) or ``"authors"``; see
-            :func:`~botorch_sketch.sketching.confidence.bkb_width`.
+            :func:`~botorch_sketch.sketching.posterior.bkb_width`.
         rkhs_norm: ``F``, the assumed RKHS norm of the objective in the model's
             outcome-transformed units.
         delta: The failure probability.

@@ -24,7 +24,7 @@ from botorch.optim import optimize_acqf
 from torch import Tensor
 
 from botorch_sketch.models.incremental_nystrom_model import IncrementalNystromModel
-from botorch_sketch.sketching.incremental import IncrementalNystrom
+from botorch_sketch.sketching.online import IncrementalNystrom
 
 
 def ucb_action(

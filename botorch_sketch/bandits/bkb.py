@@ -52,8 +52,7 @@ from gpytorch.kernels import Kernel
 from torch import Tensor
 
 from botorch_sketch.bandits.dtc_ucb import DTCUCB
-from botorch_sketch.sketching.rule import Candidates
-from botorch_sketch.sketching.selection import RidgeLeverageSampler
+from botorch_sketch.sketching.rules import Candidates, RidgeLeverageSampler
 
 
 class BKB(DTCUCB):

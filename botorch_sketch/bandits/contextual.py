@@ -11,7 +11,7 @@ theoretical radius of their Lemma 4.1 is too pessimistic in practice). The first
 round, with no data, plays a uniformly drawn candidate.
 
 They differ only in how the dictionary of
-:class:`~botorch_sketch.sketching.incremental.IncrementalNystrom` evolves:
+:class:`~botorch_sketch.sketching.online.IncrementalNystrom` evolves:
 
 - :class:`KernelUCB`: every played state joins it, so the model is the exact
   kernel ridge / GP posterior (K-UCB, Alg. 3 of [Zenati2022efficient]_), grown
@@ -50,14 +50,12 @@ from gpytorch.kernels import Kernel
 from torch import Tensor
 
 from botorch_sketch.bandits.policy import ContextualPolicy, argmax_first
-from botorch_sketch.sketching.incremental import (
+from botorch_sketch.sketching.online import (
     DictionaryRule,
     Evaluation,
     IncrementalNystrom,
 )
-from botorch_sketch.sketching.kors import KORS
-from botorch_sketch.sketching.rule import Candidates
-from botorch_sketch.sketching.selection import RidgeLeverageSampler
+from botorch_sketch.sketching.rules import KORS, Candidates, RidgeLeverageSampler
 
 #: The UCB width of the authors' code, for every method.
 DEFAULT_BETA = 0.1

@@ -3,7 +3,7 @@ r"""UCB on a finite arm set with a DTC/Nystrom posterior: the shared machinery.
 
 :class:`DTCUCB` keeps, for all ``A`` arms, the DTC posterior mean and variance
 under an inducing set (the *dictionary*, a subset of the arms), updated by
-rank-one steps in ``O(A m)`` per pull (:mod:`botorch_sketch.sketching.online`).
+rank-one steps in ``O(A m)`` per pull (:mod:`botorch_sketch.sketching.online.tracked`).
 Used directly with a fixed or uniformly drawn dictionary it is the "DTC with
 fixed inducing points" baseline of [Calandriello2019bkb]_ (no guarantee: its
 variance can starve); :class:`~botorch_sketch.bandits.bkb.BKB` resamples the
@@ -11,7 +11,7 @@ dictionary by posterior variance and
 :class:`~botorch_sketch.bandits.gp_ucb.GPUCB` puts every pulled arm in it (exact).
 
 Scores are ``mu(x) + beta_t sigma_tilde(x)`` with ``sigma_tilde^2 = var /
-lambda`` and ``beta_t`` from :func:`~botorch_sketch.sketching.confidence.bkb_width`
+lambda`` and ``beta_t`` from :func:`~botorch_sketch.sketching.posterior.bkb_width`
 or fixed. Batches (``q > 1``) are chosen greedily, each chosen arm shrinking the
 variances as if observed with its value not yet known, as in GP-BUCB
 [Desautels2014parallelizing]_, by conditioning the posterior process (the joint
@@ -46,13 +46,18 @@ from botorch_sketch.bandits.policy import (
     argmax_first,
 )
 from botorch_sketch.checks import checked_count
-from botorch_sketch.deprecation import renamed_attribute, renamed_keywords
-from botorch_sketch.sketching.chunks import chunk_size_for, row_chunks
-from botorch_sketch.sketching.confidence import WidthForm, bkb_width
-from botorch_sketch.sketching.kernels import kernel_diagonal
+from botorch_sketch.sketching.embedding import (
+    chunk_size_for,
+    kernel_diagonal,
+    row_chunks,
+)
 from botorch_sketch.sketching.online import TrackedCandidates
-from botorch_sketch.sketching.statistics import DTCStatistics
-from botorch_sketch.sketching.weight_posterior import WeightPosterior
+from botorch_sketch.sketching.posterior import (
+    DTCStatistics,
+    WeightPosterior,
+    WidthForm,
+    bkb_width,
+)
 
 
 def _check_dictionary_size(size: int) -> None:
@@ -104,11 +109,10 @@ class DTCUCB(FiniteArmPolicy):
     r"""UCB with a DTC posterior on a fixed dictionary of arms."""
 
     name = "dtc-ucb"
-    refactor_every = renamed_attribute("refactor_every", "refactorise_every")
     #: The dictionary's accuracy ``eps`` in the width (unknown for a fixed set).
     default_epsilon = 0.5
     #: From this many arms on, the arms' means and variances follow the pulls
-    #: :attr:`lazy_pulls` at a time (:class:`~botorch_sketch.sketching.online.
+    #: :attr:`lazy_pulls` at a time (:class:`~botorch_sketch.sketching.online.tracked.
     #: TrackedCandidates`), and each step's arm is found from bounds on the
     #: scores with exact scores for the few arms that could win: the same arm,
     #: without a pass over the ``A x m`` embedding per step (1.4-1.8x less time
@@ -124,7 +128,6 @@ class DTCUCB(FiniteArmPolicy):
     #: The pulls held before one matrix product applies them to every arm.
     lazy_pulls: int = 8
 
-    @renamed_keywords(refactor_every="refactorise_every")
     def __init__(
         self,
         arms: Tensor,
@@ -150,7 +153,7 @@ class DTCUCB(FiniteArmPolicy):
             dictionary: Arm indices of the inducing set, or a number ``m`` of arms
                 drawn uniformly, or None for the empty set (the prior).
             beta: A fixed width, or the form of BKB's width, ``"theory"`` or
-                ``"authors"`` (:func:`~botorch_sketch.sketching.confidence.bkb_width`).
+                ``"authors"`` (:func:`~botorch_sketch.sketching.posterior.bkb_width`).
             noise_std: The sub-Gaussian constant ``xi`` of the width; by default
                 ``sqrt(noise_var)``.
             rkhs_norm: ``F``, the assumed RKHS norm of the reward function.

@@ -24,8 +24,11 @@ from gpytorch.kernels import Kernel
 from torch import Tensor
 from torch.quasirandom import SobolEngine
 
-from botorch_sketch.sketching.chunks import chunk_size_for, row_chunks
-from botorch_sketch.sketching.nystrom import NystromEmbedding
+from botorch_sketch.sketching.embedding import (
+    NystromEmbedding,
+    chunk_size_for,
+    row_chunks,
+)
 
 
 def _seed_from(generator: torch.Generator | None) -> int:

@@ -10,7 +10,7 @@ best, where ``W`` is the inverse of the (regularised) design matrix:
 - :class:`SGDLinUCB` (fLinUCB-GD, Alg. 2 of [Korda2015fast]_) stores no ``d x d``
   matrix: ``theta`` is tracked by fRLS-GD and each candidate slot ``k`` keeps a
   vector ``phi_k ~ (A_n + n lambda_n I)^{-1} x_k``
-  (:class:`~botorch_sketch.sketching.sgd.WidthTracker`), one ``O(d)`` step each
+  (:class:`~botorch_sketch.sketching.linear.WidthTracker`), one ``O(d)`` step each
   per round: ``O(C d)`` per round in all.
 
 Both are :class:`~botorch_sketch.bandits.policy.ContextualPolicy`: each round's
@@ -19,7 +19,7 @@ candidates are passed to ``select``. On a fixed finite arm set wrap them in
 tracked width per arm, which is the paper's fixed-arm-set regime (cheaper than
 LinUCB when ``C << d``). There, with fewer arms than dimensions, every iterate
 stays in the arms' span, and fLinUCB-GD runs on the arms' coordinates in an
-orthonormal basis of it (:mod:`~botorch_sketch.sketching.arm_set_sgd`):
+orthonormal basis of it (:mod:`~botorch_sketch.sketching.linear.arm_set_sgd`):
 ``O(C^2)`` per round, whatever ``d``, with the same iterates. When the
 candidates change between rounds (contextual features), the slots are
 warm-started from the previous round's ``phi`` and take ``tracking_steps``
@@ -45,17 +45,16 @@ from botorch.exceptions.errors import BotorchTensorDimensionError, InputDataErro
 from torch import Tensor
 
 from botorch_sketch.bandits.policy import ContextualPolicy, argmax_first
-from botorch_sketch.deprecation import renamed_keywords
-from botorch_sketch.sketching.arm_set_sgd import ArmSetSGD
-from botorch_sketch.sketching.ridge import OnlineRidge
-from botorch_sketch.sketching.sgd import (
+from botorch_sketch.sketching.linear import (
+    ArmSetSGD,
     HarmonicStep,
     InverseRidge,
+    OnlineRidge,
     Schedule,
     SGDLeastSquares,
     WidthTracker,
 )
-from botorch_sketch.sketching.sgd import width_step as width_step_for
+from botorch_sketch.sketching.linear import width_step as width_step_for
 
 # Steps between exact recomputations of SGDLinUCB's kept means.
 _SYNC_PERIOD = 256
@@ -155,7 +154,6 @@ class LinUCB(ContextualPolicy):
 
     name = "LinUCB"
 
-    @renamed_keywords(ridge="noise_var")
     def __init__(
         self,
         dim: int,
@@ -217,7 +215,7 @@ class SGDLinUCB(ContextualPolicy):
     that a round is seventeen small kernels. On a fixed arm set of ``C <
     d`` arms scored from the first round, both iterations run on the arms'
     coordinates in an orthonormal basis of their span (:attr:`arm_set`, an
-    :class:`~botorch_sketch.sketching.arm_set_sgd.ArmSetSGD`; the steps only
+    :class:`~botorch_sketch.sketching.linear.ArmSetSGD`; the steps only
     ever add multiples of arms, so nothing is lost): ``O(C^2)`` per round and
     eight small kernels. A candidate set or an observed feature outside the arms
     maps the state back to ``R^d`` once, ``O(n d)``, and the policy goes on
@@ -234,7 +232,7 @@ class SGDLinUCB(ContextualPolicy):
 
     The schedules assume features of norm at most 1. Longer ones do not make
     the iterates diverge (the steps are divided by the largest squared norm
-    seen, see :class:`~botorch_sketch.sketching.sgd.SGDLeastSquares`), but on
+    seen, see :class:`~botorch_sketch.sketching.linear.SGDLeastSquares`), but on
     ``R x`` the policy is the policy on ``x`` with the ridge over ``R^2``: a
     weaker prior, whose widths SGD tracks more slowly. Rescale features to
     unit norm for the paper's behaviour.
@@ -272,7 +270,7 @@ class SGDLinUCB(ContextualPolicy):
                 ``PowerRidge(alpha=0.6)`` makes the widths shrink like
                 ``n^{-alpha/2}`` even for arms never pulled, and under-explores.
             width_step: The step schedule of the widths; defaults to
-                :func:`~botorch_sketch.sketching.sgd.width_step`.
+                :func:`~botorch_sketch.sketching.linear.width_step`.
             tracking_steps: Extra width steps per slot when the candidates change
                 (the paper's ``T``); none are taken for an unchanged arm set.
             steps_per_update: SGD steps (on resampled history samples) per

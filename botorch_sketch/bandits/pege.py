@@ -41,7 +41,7 @@ from torch import Tensor
 
 from botorch_sketch.bandits.policy import _PolicyBase
 from botorch_sketch.checks import checked_count
-from botorch_sketch.sketching.sgd import HarmonicStep, Schedule, SGDLeastSquares
+from botorch_sketch.sketching.linear import HarmonicStep, Schedule, SGDLeastSquares
 
 
 class _PhaseClock:

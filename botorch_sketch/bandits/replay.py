@@ -40,7 +40,7 @@ from tqdm.auto import tqdm
 
 from botorch_sketch.bandits.loop import BanditTrace
 from botorch_sketch.bandits.policy import ContextualPolicy
-from botorch_sketch.sketching.features import RandomFourierFeatures
+from botorch_sketch.sketching.embedding import RandomFourierFeatures
 
 
 @dataclass

@@ -30,6 +30,7 @@ from botorch_sketch.benchmarks import (
     bo,
     contextual,
     default_fit,
+    demo,
     fantasies,
     gssbo,
     inference,
@@ -149,6 +150,10 @@ def _tuning_peers(budget: str, stem: str) -> tuple[str, list[str]]:
     return tuning_peers.report(budget, stem, machine(threads=1))
 
 
+def _demo(budget: str, stem: str) -> tuple[str, list[str]]:
+    return demo.report(budget, stem, machine())
+
+
 #: Each benchmark: (title, runner writing its figures and returning its tables).
 BENCHMARKS: dict[str, tuple[str, Callable[[str, str], tuple[str, list[str]]]]] = {
     "inference": ("NystromGP against SingleTaskGP, SVGP and SGPR", _inference),
@@ -168,6 +173,7 @@ BENCHMARKS: dict[str, tuple[str, Callable[[str, str], tuple[str, list[str]]]]] =
         _tuning_peers,
     ),
     "suggest": ("Seconds to suggest trial N: Optuna samplers", _suggest),
+    "demo": ("IncrementalGP's iterations stay flat, the exact GP's grow", _demo),
 }
 
 #: The benchmarks that run on a GPU as well (``--device``).

@@ -23,7 +23,7 @@ from botorch.exceptions.errors import InputDataError
 from botorch.test_functions.synthetic import SyntheticTestFunction
 from torch import Tensor
 
-from botorch_sketch.integrations.tune.problems import DATASETS, ESTIMATORS, evaluate
+from botorch_sketch.tune.problems import DATASETS, ESTIMATORS, evaluate
 
 
 class CrossValidatedAccuracy(SyntheticTestFunction):

@@ -5,7 +5,7 @@ What ``qKnowledgeGradient`` asks of a model at each optimiser step:
 ``fantasize`` at ``b`` candidate sets of ``q`` points with ``f`` fantasised
 outcomes each, then the posterior of the ``f x b`` fantasy models at ``b``
 test sets. ``NystromGP`` absorbs the fantasies by the Woodbury step of
-:class:`~botorch_sketch.sketching.online.OnlineDTC`, keeping one ``m x m``
+:class:`~botorch_sketch.sketching.online.tracked.WeightPosterior`, keeping one ``m x m``
 matrix and a ``b x q x m`` downdate shared by the fantasies. The baseline is
 the route a DTC model takes without it (and this package took before): add the
 fantasies' statistics and factorise ``B = I + Z^T Lambda^{-1} Z`` for each of
@@ -26,8 +26,8 @@ from botorch.sampling import SobolQMCNormalSampler
 
 from botorch_sketch.benchmarks.metrics import in_fresh_process
 from botorch_sketch.models.nystrom_gp import NystromGP
-from botorch_sketch.sketching.dtc import DTCPosterior, DTCStatistics
-from botorch_sketch.sketching.selection import GreedyVarianceSelector
+from botorch_sketch.sketching.posterior import DTCStatistics, WeightPosterior
+from botorch_sketch.sketching.rules import GreedyVarianceSelector
 
 #: ``(n, m, b, f)`` per budget: data, inducing points, candidate sets, fantasies.
 BUDGETS = {
@@ -64,7 +64,7 @@ def _refactorised_posterior(model: NystromGP, X, Y, Xt):
     residual = Y_tf.squeeze(-1) - model.mean_module(X_tf)
     noise = model.likelihood.noise.expand(residual.shape)
     new = DTCStatistics.from_data(embedding, X_tf, residual, noise)
-    posterior = DTCPosterior(state.statistics + new)
+    posterior = WeightPosterior(state.statistics + new)
     Z = embedding(Xt_tf)
     covar = posterior.covariance(Z, model.covar_module(Xt_tf).to_dense())
     mean = model.mean_module(Xt_tf) + posterior.mean(Z)

@@ -40,15 +40,21 @@ from botorch.test_functions import EggHolder, Hartmann, Levy, Powell, Rastrigin
 from botorch.test_functions.synthetic import SyntheticTestFunction
 from torch import Tensor
 
-from botorch_sketch.bo import BOTrace, CountTrigger, ModelSpec, plot_bo_traces, run_bo
-from botorch_sketch.bo.loop import _fit
+from botorch_sketch.benchmarks.harness import (
+    BOTrace,
+    CountTrigger,
+    ModelSpec,
+    plot_bo_traces,
+    run_bo,
+)
+from botorch_sketch.benchmarks.harness.loop import fit_model
 from botorch_sketch.models.gradient_subset_gp import (
     GradientSubsetGP,
     hyperparameter_gradients,
 )
 from botorch_sketch.models.gss_nystrom import nystrom_from_subset
 from botorch_sketch.models.nystrom_gp import NystromGP
-from botorch_sketch.sketching.subset import GreedyVarianceSubset, RandomSubset
+from botorch_sketch.sketching.rules import GreedyVarianceSubset, RandomSubset
 
 #: The paper's functions, maximised.
 PROBLEMS: dict[str, Callable[[], SyntheticTestFunction]] = {
@@ -147,7 +153,7 @@ class WarmHybrid:
             num_newest=1,
             fit_rounds=1,
         )
-        _fit(subset, self.previous, fit_kwargs(self.budget))
+        fit_model(subset, self.previous, fit_kwargs(self.budget))
         self.previous = subset
         return nystrom_from_subset(subset)
 

@@ -38,7 +38,7 @@ from botorch.test_functions import Hartmann
 from gpytorch.mlls import ExactMarginalLogLikelihood
 from torch import Tensor
 
-from botorch_sketch.bo.loop import count_evaluations
+from botorch_sketch.benchmarks.harness.loop import count_evaluations
 from botorch_sketch.models import NystromGP
 
 MODELS: dict[str, Callable[[Tensor, Tensor], Model]] = {

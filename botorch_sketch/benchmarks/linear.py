@@ -52,7 +52,7 @@ from botorch_sketch.bandits.linucb import LinUCB, SGDLinUCB
 from botorch_sketch.bandits.policy import ContextualPolicy
 from botorch_sketch.bandits.replay import digits_log, replay_side_by_side
 from botorch_sketch.benchmarks.metrics import machine_rates
-from botorch_sketch.sketching.sgd import InverseRidge, OffsetHarmonicStep, PowerRidge
+from botorch_sketch.sketching.linear import InverseRidge, OffsetHarmonicStep, PowerRidge
 
 BASELINE = "LinUCB"
 #: Rounds each policy runs in turn in the synthetic experiment.

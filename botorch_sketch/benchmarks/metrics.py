@@ -16,7 +16,7 @@ from botorch.models.model import Model
 from torch import Tensor
 from torch.overrides import TorchFunctionMode
 
-from botorch_sketch.sketching.chunks import row_chunks
+from botorch_sketch.sketching.embedding import row_chunks
 
 if TYPE_CHECKING:
     from botorch_sketch.bandits.loop import BanditTrace

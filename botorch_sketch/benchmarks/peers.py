@@ -42,7 +42,7 @@ from gpytorch.mlls import ExactMarginalLogLikelihood, VariationalELBO
 from torch import Tensor
 
 from botorch_sketch.models import NystromGP
-from botorch_sketch.sketching import InducingSelector
+from botorch_sketch.sketching import SelectionRule
 
 
 def fit_single_task_gp(X: Tensor, Y: Tensor) -> SingleTaskGP:
@@ -52,7 +52,7 @@ def fit_single_task_gp(X: Tensor, Y: Tensor) -> SingleTaskGP:
     return model
 
 
-def fit_nystrom(X: Tensor, Y: Tensor, rule: InducingSelector) -> NystromGP:
+def fit_nystrom(X: Tensor, Y: Tensor, rule: SelectionRule) -> NystromGP:
     r"""``NystromGP`` with an inducing rule, fitted by ``fit_gpytorch_mll``."""
     model = NystromGP(X, Y, inducing=rule)
     fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))

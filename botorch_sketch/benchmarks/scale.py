@@ -44,7 +44,7 @@ from botorch_sketch.benchmarks.metrics import (
 )
 from botorch_sketch.benchmarks.svgp_race import RaceResult, race_svgp
 from botorch_sketch.models.nystrom_gp import NystromGP
-from botorch_sketch.sketching.selection import GreedyVarianceSelector
+from botorch_sketch.sketching.rules import GreedyVarianceSelector
 
 #: ``(d, n, m)`` cases of each budget.
 BUDGETS = {
@@ -376,7 +376,7 @@ def run_sharded(budget_name: str = "small") -> ShardedRow:
         build_sharded_nystrom_gp,
         rebuild,
     )
-    from botorch_sketch.sketching.dtc import DTCStatistics
+    from botorch_sketch.sketching.posterior import DTCStatistics
 
     d, n, m, k = SHARDED[budget_name]
     rows = n // k

@@ -62,6 +62,9 @@ class Budget:
     #: Whole runs on noisy Hartmann-6 (trials, seeds) for the best values found.
     regret_trials: int = 0
     regret_seeds: list[int] = field(default_factory=list)
+    #: ``"smooth"`` (the six-float-and-integer space) or ``"mixed"`` (a
+    #: categorical too, and a region where the objective fails: ``_mixed_score``).
+    task: str = "smooth"
 
 
 BUDGETS = {
@@ -80,6 +83,9 @@ BUDGETS = {
     "exact": Budget([1000], 8, [CANDIDATES, BOTORCH], isolate=False),
     # Every method and both ways of timing (hours).
     "large": Budget([300, 1000, 2000], 52),
+    # The mixed space with failed trials at the issue's N: cold and a few warm
+    # suggestions of SketchSampler and GPSampler.
+    "mixed": Budget([1000], 8, [SKETCH, GP], isolate=False, task="mixed"),
 }
 
 
@@ -121,6 +127,60 @@ def _score(p: dict[str, Any], rng: np.random.Generator) -> float:
     ) + 0.05 * float(rng.standard_normal())
 
 
+def _mixed_space() -> dict[str, Any]:
+    from optuna.distributions import (
+        CategoricalDistribution,
+        FloatDistribution,
+        IntDistribution,
+    )
+
+    return {
+        "lr": FloatDistribution(1e-4, 1e-1, log=True),
+        "a": FloatDistribution(0.0, 1.0),
+        "b": FloatDistribution(0.0, 1.0),
+        "c": FloatDistribution(0.0, 1.0),
+        "depth": IntDistribution(1, 20),
+        "act": CategoricalDistribution(["relu", "tanh", "gelu"]),
+    }
+
+
+class Failed(RuntimeError):
+    r"""The mixed task's objective failed (the trial is marked ``FAIL``)."""
+
+
+_ACT = {"relu": 0.0, "tanh": -0.3, "gelu": 0.1}
+
+
+def _mixed_score(p: dict[str, Any], rng: np.random.Generator) -> float:
+    # A bowl shifted by the categorical, with a ripple across ``a``, ``c`` and
+    # ``lr`` and little noise (sd 0.01): the data need a large inducing set.
+    # Raises in a corner (a + b > 1.7: 4.5% of the box), as a diverging
+    # training run does.
+    if p["a"] + p["b"] > 1.7:
+        raise Failed("diverged")
+    lr = math.log10(p["lr"])
+    bowl = (
+        (lr + 2.0) ** 2
+        + (p["a"] - 0.3) ** 2
+        + (p["b"] - 0.6) ** 2
+        + 0.5 * p["c"]
+        + ((p["depth"] - 7) / 10.0) ** 2
+    )
+    ripple = 0.3 * math.sin(6 * p["a"] + 4 * p["c"]) * math.cos(3 * lr)
+    return -bowl + _ACT[p["act"]] + ripple + 0.01 * float(rng.standard_normal())
+
+
+def _random_params(task: str, rng: np.random.Generator) -> dict[str, Any]:
+    p = {"lr": 10 ** rng.uniform(-4, -1)}
+    if task == "smooth":
+        p["reg"] = 10 ** rng.uniform(-6, 1)
+    p.update(a=rng.uniform(), b=rng.uniform(), c=rng.uniform())
+    p["depth"] = int(rng.integers(1, 21))
+    if task == "mixed":
+        p["act"] = ("relu", "tanh", "gelu")[int(rng.integers(3))]
+    return p
+
+
 def _sampler(method: str, seed: int = 0) -> Any:
     import optuna
 
@@ -143,28 +203,34 @@ def _sampler(method: str, seed: int = 0) -> Any:
     raise KeyError(f"Unknown method {method!r}.")
 
 
-def _study(method: str, n: int) -> tuple[Any, Callable[[], float]]:
-    # A study with n - 1 completed trials and a function timing one suggestion.
+def _study(
+    method: str, n: int, task: str = "smooth"
+) -> tuple[Any, Callable[[], float]]:
+    # A study with n - 1 finished trials and a function timing one suggestion.
+    # On the mixed task the trials whose objective fails are added as FAIL
+    # (and so are suggestions that fail: the timed step tells Optuna so).
     import optuna
+    from optuna.trial import TrialState
 
     optuna.logging.set_verbosity(optuna.logging.ERROR)
-    space = _space()
+    space = _space() if task == "smooth" else _mixed_space()
+    score = _score if task == "smooth" else _mixed_score
     rng = np.random.default_rng(n)
     study = optuna.create_study(direction="maximize", sampler=_sampler(method))
     trials = []
     for _ in range(n - 1):
-        p = {
-            "lr": 10 ** rng.uniform(-4, -1),
-            "reg": 10 ** rng.uniform(-6, 1),
-            "a": rng.uniform(),
-            "b": rng.uniform(),
-            "c": rng.uniform(),
-            "depth": int(rng.integers(1, 21)),
-        }
-        trials.append(
-            optuna.trial.create_trial(
-                params=p, distributions=space, value=_score(p, rng)
+        p = _random_params(task, rng)
+        try:
+            value = score(p, rng)
+        except Failed:
+            trials.append(
+                optuna.trial.create_trial(
+                    params=p, distributions=space, state=TrialState.FAIL
+                )
             )
+            continue
+        trials.append(
+            optuna.trial.create_trial(params=p, distributions=space, value=value)
         )
     study.add_trials(trials)
 
@@ -172,7 +238,10 @@ def _study(method: str, n: int) -> tuple[Any, Callable[[], float]]:
         start = time.process_time()
         trial = study.ask(space)
         seconds = time.process_time() - start
-        study.tell(trial, _score(trial.params, rng))
+        try:
+            study.tell(trial, score(trial.params, rng))
+        except Failed:
+            study.tell(trial, state=TrialState.FAIL)
         return seconds
 
     return study, step
@@ -276,12 +345,12 @@ def _row(method: str, n: int, way: str, seconds: list[float]) -> Row:
     )
 
 
-def _alone(method: str, n: int, repeats: int) -> list[float]:
+def _alone(method: str, n: int, repeats: int, task: str = "smooth") -> list[float]:
     # One method in this process, one thread.
     torch.set_num_threads(1)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        _, step = _study(method, n)
+        _, step = _study(method, n, task)
         return [step() for _ in range(repeats)]
 
 
@@ -295,7 +364,7 @@ def run(budget_name: str = "small") -> list[Row]:
         for n in budget.sizes:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                steps = {m: _study(m, n)[1] for m in budget.methods}
+                steps = {m: _study(m, n, budget.task)[1] for m in budget.methods}
                 seconds: dict[str, list[float]] = {m: [] for m in budget.methods}
                 for r in range(budget.repeats):
                     order = budget.methods if r % 2 == 0 else budget.methods[::-1]
@@ -311,7 +380,9 @@ def run(budget_name: str = "small") -> list[Row]:
                 with concurrent.futures.ProcessPoolExecutor(
                     max_workers=1, mp_context=context
                 ) as pool:
-                    alone = pool.submit(_alone, m, n, budget.repeats).result()
+                    alone = pool.submit(
+                        _alone, m, n, budget.repeats, budget.task
+                    ).result()
                 rows.append(_row(m, n, "alone", alone))
                 print(_line(rows[-1]), flush=True)
     finally:

@@ -21,7 +21,7 @@ import torch
 
 from botorch_sketch.benchmarks.metrics import synchronize
 from botorch_sketch.models.nystrom_gp import NystromGP
-from botorch_sketch.sketching.selection import GreedyVarianceSelector
+from botorch_sketch.sketching.rules import GreedyVarianceSelector
 
 BUDGETS = {
     "small": [(20_000, 256), (20_000, 512)],

@@ -34,14 +34,10 @@ from typing import Any
 
 import torch
 
-from botorch_sketch.integrations.tune.problems import Param, evaluate, search_space
-from botorch_sketch.integrations.tune.run import (
-    METRIC,
-    TuneConfig,
-    generation_strategy,
-    quiet_ax,
-    tune,
-)
+from botorch_sketch.tune.ax_client import generation_strategy, quiet_ax
+from botorch_sketch.tune.config import METRIC, TuneConfig
+from botorch_sketch.tune.loop import tune
+from botorch_sketch.tune.problems import Param, evaluate, search_space
 
 #: (model, acquisition) of the runs: ours with qLogEI, whose cost does not
 #: grow with the number of observations, ours with Ax's choice (qLogNEI), and
@@ -173,7 +169,7 @@ def time_next_trials(
     """
     from ax.api.client import Client
 
-    from botorch_sketch.integrations.tune.run import ax_parameter
+    from botorch_sketch.tune.ax_client import ax_parameter
 
     client = Client(random_seed=0)
     client.configure_experiment(
@@ -260,8 +256,8 @@ def _run(
 
 def plot(tune_rows: list[TuneRow], stem: str) -> list[str]:
     r"""The best score and time per trial of the tuning runs, one figure per seed."""
-    from botorch_sketch.integrations.tune.plot import plot_series, series
-    from botorch_sketch.integrations.tune.run import read_record
+    from botorch_sketch.tune.checkpoint import read_record
+    from botorch_sketch.tune.plot import plot_series, series
 
     paths = []
     for seed in sorted({r.seed for r in tune_rows}):

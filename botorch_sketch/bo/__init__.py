@@ -1,7 +1,9 @@
 r"""Bayesian-optimisation loop helpers.
 
-The incremental surrogate a user's loop calls each iteration, and loops that
-compare models side by side.
+The incremental surrogate a user's loop calls each iteration
+(:class:`IncrementalGP`), TuRBO-1 trust regions, and the large-batch Thompson
+loop (:func:`run_large_batch`). The benchmarks' side-by-side loops live in
+:mod:`botorch_sketch.benchmarks.harness`.
 """
 
 from botorch_sketch.bo.incremental_gp import IncrementalGP, UpdateCounts
@@ -15,14 +17,6 @@ from botorch_sketch.bo.large_batch import (
     run_large_batch,
     thompson_batch,
 )
-from botorch_sketch.bo.loop import (
-    BOTrace,
-    ModelSpec,
-    make_acquisition,
-    plot_bo_traces,
-    run_bo,
-)
-from botorch_sketch.bo.triggers import CountTrigger, SubsetTrigger, TimeTrigger
 from botorch_sketch.bo.trust_region import (
     TurboState,
     generate_batch,
@@ -31,10 +25,8 @@ from botorch_sketch.bo.trust_region import (
     trust_region_bounds,
     update_state,
 )
-from botorch_sketch.bo.turbo_loop import TurboTrace, run_turbo
 
 __all__ = [
-    "BOTrace",
     "Batch",
     "LargeBatchTrace",
     "candidate_set",
@@ -43,21 +35,12 @@ __all__ = [
     "posterior_incumbents",
     "run_large_batch",
     "thompson_batch",
-    "CountTrigger",
     "IncrementalGP",
-    "ModelSpec",
-    "SubsetTrigger",
-    "TimeTrigger",
     "TurboState",
-    "TurboTrace",
     "UpdateCounts",
     "generate_batch",
     "lengthscale_weights",
-    "make_acquisition",
-    "plot_bo_traces",
     "restart_state",
-    "run_bo",
-    "run_turbo",
     "trust_region_bounds",
     "update_state",
 ]

@@ -69,8 +69,7 @@ from torch import Tensor
 from botorch_sketch.checks import checked_optional_count
 from botorch_sketch.models.nystrom_gp import NystromGP
 from botorch_sketch.models.validation import check_training_data
-from botorch_sketch.sketching.rule import SelectionRule
-from botorch_sketch.sketching.selection import RidgeLeverageSampler
+from botorch_sketch.sketching.rules import RidgeLeverageSampler, SelectionRule
 
 
 @dataclass

@@ -17,9 +17,20 @@ from JSON in a new process starts with a fit (import this module before
 loading, which registers the class with Ax's storage). :func:`forget` clears a
 key.
 
+Once the fit is carried, qLogNEI's baseline pruning (a joint draw over every
+observed point) is a large part of a trial;
+:class:`~botorch_sketch.acquisition.qLogNEIMarginalBaseline` chooses the baseline
+from the model's marginals instead (second example).
+
 Example:
     >>> strategy = sketch_generation_strategy(
     ...     model_class=CarriedNystromGP, model_options={"carry": "svm-study"}
+    ... )
+    >>> strategy = sketch_generation_strategy(
+    ...     model_class=CarriedNystromGP,
+    ...     model_options={"carry": "svm-study"},
+    ...     botorch_acqf_class=qLogNEIMarginalBaseline,
+    ...     botorch_acqf_options={"baseline_k": 2.0, "baseline_max_size": 64},
     ... )
 """
 
@@ -44,7 +55,7 @@ from torch import Tensor
 
 from botorch_sketch.integrations.ax import register_with_ax
 from botorch_sketch.models import NystromGP
-from botorch_sketch.sketching.selection import InducingSelector
+from botorch_sketch.sketching.rules import SelectionRule
 
 __all__ = ["CARRIED", "CarriedNystromGP", "forget"]
 
@@ -78,7 +89,7 @@ class CarriedNystromGP(NystromGP):
         train_X: Tensor,
         train_Y: Tensor,
         train_Yvar: Tensor | None = None,
-        inducing: InducingSelector | Tensor | None = None,
+        inducing: SelectionRule | Tensor | None = None,
         covar_module: Kernel | None = None,
         mean_module: Mean | None = None,
         likelihood: Likelihood | None = None,
@@ -171,7 +182,7 @@ class CarriedNystromGP(NystromGP):
         r"""Load the carried hyperparameters, or fit (from them) and remember.
 
         Called by ``fit_gpytorch_mll``; arguments as
-        :meth:`~botorch_sketch.models.nystrom.fitting.NystromFittingMixin.custom_fit`.
+        :meth:`~botorch_sketch.models.nystrom_gp.NystromGP.custom_fit`.
         """
         n = self.train_X.shape[0]
         carried = CARRIED.get(self._key)
@@ -179,7 +190,7 @@ class CarriedNystromGP(NystromGP):
         if loaded and n <= carried.num_data * (1 + self.refit_growth):
             # The inducing rule at the carried values, on all the data.
             self.select_inducing_points()
-            self._cache = None
+            self.clear_posterior_state()
             return mll.eval()
         mll = super().custom_fit(
             mll, closure, closure_kwargs, optimizer_kwargs, **kwargs

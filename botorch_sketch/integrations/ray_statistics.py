@@ -2,7 +2,7 @@
 r"""``NystromGP`` on data beyond one process: its statistics map-reduced on Ray.
 
 The DTC posterior depends on the data only through sums over observations
-(:class:`~botorch_sketch.sketching.dtc.DTCStatistics`), so each Ray worker sums
+(:class:`~botorch_sketch.sketching.posterior.DTCStatistics`), so each Ray worker sums
 its own shard and the driver adds the sums. Building a model takes two passes
 over the shards, each one Ray task per shard:
 
@@ -33,7 +33,10 @@ last column is ``Y``; anything else through ``reader``), zero-argument
 callables run on the workers (data made from a seed), or a Ray Dataset (its
 blocks). Each shard is read twice, once per pass, and must return the same
 data both times: a hash of its values is compared across the passes, and a
-shard that changed is refused by name.
+shard that changed is refused by name. What the workers run (reading, checking,
+surveying and summing a shard) is in :mod:`botorch_sketch.integrations.ray_shards`;
+this module holds the public API (:class:`ShardFormat` is importable from here
+too) and the driver.
 
 Needs the ``ray`` extra (``pip install botorch-sketch[ray]``); Ray is imported
 only when a function here runs.
@@ -42,18 +45,13 @@ only when a function here runs.
 from __future__ import annotations
 
 import copy
-import hashlib
 import math
-import os
-import resource
 import time
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 from botorch.exceptions.errors import InputDataError, UnsupportedError
 from botorch.fit import fit_gpytorch_mll
@@ -71,9 +69,28 @@ from gpytorch.means import Mean
 from gpytorch.mlls import ExactMarginalLogLikelihood
 from torch import Tensor
 
+from botorch_sketch.integrations.ray_shards import (
+    ShardFormat,
+    Summed,
+    combined_moments,
+    named_shards,
+    sample_across,
+    summed_shard,
+    survey_shard,
+)
 from botorch_sketch.models.nystrom_gp import ExactRegimeWarning, NystromGP
-from botorch_sketch.sketching.dtc import DTCStatistics
-from botorch_sketch.sketching.selection import FixedSelector, InducingSelector
+from botorch_sketch.sketching.posterior import DTCStatistics
+from botorch_sketch.sketching.rules import FixedSelector, SelectionRule
+
+__all__ = [
+    "INSTALL_HINT",
+    "ShardFailedError",
+    "ShardFormat",
+    "ShardRecord",
+    "build_sharded_nystrom_gp",
+    "rebuild",
+    "refresh",
+]
 
 #: How to install what this module needs.
 INSTALL_HINT = "pip install botorch-sketch[ray] (pip install -e '.[ray]' in a clone)"
@@ -85,27 +102,6 @@ class ShardFailedError(RuntimeError):
     Nothing is summed when this is raised: the model being built or refreshed
     is not returned, and a model being refreshed is unchanged.
     """
-
-
-@dataclass(frozen=True)
-class ShardFormat:
-    r"""How workers turn a shard into tensors.
-
-    Attributes:
-        x_columns: The input column of mapping-like shards (a ``n x d`` array),
-            or the names of ``d`` one-dimensional columns.
-        y_column: The outcome column of mapping-like shards.
-        reader: Reads a path into ``(X, Y)`` or a mapping of columns (on the
-            worker); None for the built-in ``.pt``, ``.npz`` and ``.npy`` readers.
-        dtype: The floating point type of the model; shards are cast to it.
-        dim: The input dimension every shard must have (None: the first's).
-    """
-
-    x_columns: str | tuple[str, ...] = "X"
-    y_column: str = "Y"
-    reader: Callable[[str], Any] | None = None
-    dtype: torch.dtype = torch.float64
-    dim: int | None = None
 
 
 @dataclass(frozen=True)
@@ -144,31 +140,6 @@ class ShardRecord:
         return sum(self.shard_sizes)
 
 
-@dataclass
-class _Survey:
-    # One shard's first pass: size, outcome moments, input range, row sample.
-    n: int
-    dim: int
-    y_mean: float
-    y_m2: float
-    x_min: Tensor
-    x_max: Tensor
-    sample_X: Tensor
-    sample_Y: Tensor
-    digest: str
-
-
-@dataclass
-class _Summed:
-    # One shard's second pass.
-    statistics: DTCStatistics
-    n: int
-    digest: str
-    seconds: float
-    cpu_seconds: float
-    peak_rss_mb: float
-
-
 # ----------------------------------------------------------------- public API
 
 
@@ -176,7 +147,7 @@ def build_sharded_nystrom_gp(
     shards: Any,
     *,
     fit_subset_size: int = 2000,
-    inducing: InducingSelector | Tensor | None = None,
+    inducing: SelectionRule | Tensor | None = None,
     covar_module: Kernel | None = None,
     mean_module: Mean | None = None,
     likelihood: Likelihood | None = None,
@@ -237,14 +208,14 @@ def build_sharded_nystrom_gp(
         )
     if fit_subset_size < 1:
         raise InputDataError(f"fit_subset_size must be positive, got {fit_subset_size}")
-    named = _named_shards(ray, shards)
+    named = named_shards(ray, shards)
     ids = [sid for sid, _ in named]
     options = {"num_cpus": threads_per_worker, "max_retries": max_retries}
     clock = time.perf_counter
     start = clock()
     surveys = _map_shards(
         ray,
-        _survey_shard,
+        survey_shard,
         [(shard, sid, shard_format, fit_subset_size, seed) for sid, shard in named],
         ids,
         options,
@@ -261,8 +232,8 @@ def build_sharded_nystrom_gp(
     shard_format = replace(shard_format, dim=surveys[0].dim)
     phases = {"survey": clock() - start}
     start = clock()
-    sample_X, sample_Y = _sample_across(surveys, fit_subset_size, seed)
-    n, mean, m2 = _combined_moments(surveys)
+    sample_X, sample_Y = sample_across(surveys, fit_subset_size, seed)
+    n, mean, m2 = combined_moments(surveys)
     x_min = torch.stack([s.x_min for s in surveys]).amin(0)
     x_max = torch.stack([s.x_max for s in surveys]).amax(0)
     model = NystromGP(
@@ -280,13 +251,13 @@ def build_sharded_nystrom_gp(
         _standardize_globally(model.outcome_transform, n, mean, m2)
         # The constructor standardised the sample with its own moments; redo it
         # with the global ones, and re-choose the initial set on those targets.
-        model._retransform_targets()
+        model.retransform_targets()
         model.select_inducing_points(max_size=model.initial_max_inducing)
     if fit:
         # The sample may be in the exact regime (its inducing set all of its
         # inputs); the model of all shards is still a sketch. Not warned rather
         # than filtered: a filtered warning would use up the process's one.
-        model._warns_exact_regime = False
+        model.warn_exact_regime = False
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ExactRegimeWarning)
             fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))
@@ -407,8 +378,8 @@ def _resum(
     ray = _import_ray()
     base = _record_of(model)
     # The statistics must still describe the model's hyperparameters.
-    model._check_statistics_current()
-    named = _named_shards(ray, shards)
+    model.check_data_statistics()
+    named = named_shards(ray, shards)
     if record is not None:
         again = [sid for sid, _ in named if sid in set(record.shard_ids)]
         if again:
@@ -434,7 +405,7 @@ def _resum(
 def _attach(
     model: NystromGP,
     named: list[tuple[str, Any]],
-    summed: list[_Summed],
+    summed: list[Summed],
     shard_format: ShardFormat,
     previous: ShardRecord | None,
     sample_rows: int,
@@ -472,52 +443,15 @@ def _sum_shards(
     shard_format: ShardFormat,
     options: dict[str, Any],
     num_workers: int | None,
-) -> list[_Summed]:
+) -> list[Summed]:
     worker_model = copy.deepcopy(model)
-    worker_model._cache = None  # rebuilt on the workers; not worth shipping
+    worker_model.clear_posterior_state()  # rebuilt on the workers: not shipped
     worker_model.cpu()
     model_ref = ray.put(worker_model)
     threads = int(options["num_cpus"])
     args = [(model_ref, shard, sid, shard_format, threads) for sid, shard in named]
     ids = [sid for sid, _ in named]
-    return _map_shards(ray, _summed_shard, args, ids, options, num_workers)
-
-
-def _named_shards(ray: Any, shards: Any) -> list[tuple[str, Any]]:
-    if hasattr(shards, "to_numpy_refs") and not isinstance(shards, Mapping):
-        # A Ray Dataset: its blocks, as references to mappings of columns. The
-        # ids name the dataset (Dataset.set_name), so that refreshing with an
-        # unnamed dataset again is refused rather than counted twice.
-        name = getattr(shards, "name", None)
-        name = name if isinstance(name, str) and name else "dataset"
-        named = [(f"{name}[{i}]", ref) for i, ref in enumerate(shards.to_numpy_refs())]
-    elif isinstance(shards, Mapping):
-        named = [(str(k), v) for k, v in shards.items()]
-    elif isinstance(shards, Sequence) and not isinstance(shards, (str, bytes)):
-        named = [(_default_id(ray, s), s) for s in shards]
-    else:
-        raise InputDataError(
-            "shards must be a sequence of shards, a mapping {shard_id: shard} or "
-            f"a Ray Dataset; got {type(shards).__name__}."
-        )
-    if not named:
-        raise InputDataError("No shards were given.")
-    ids = [sid for sid, _ in named]
-    if len(set(ids)) != len(ids):
-        twice = sorted({sid for sid in ids if ids.count(sid) > 1})
-        raise InputDataError(f"Shards {twice[:3]} are given more than once.")
-    return named
-
-
-def _default_id(ray: Any, shard: Any) -> str:
-    if isinstance(shard, ray.ObjectRef):
-        return f"ref:{shard.hex()}"
-    if isinstance(shard, (str, os.PathLike)):
-        return str(Path(shard).resolve())
-    raise InputDataError(
-        f"A shard of type {type(shard).__name__} has no id of its own: pass the "
-        "shards as a mapping {shard_id: shard}."
-    )
+    return _map_shards(ray, summed_shard, args, ids, options, num_workers)
 
 
 def _map_shards(
@@ -572,35 +506,6 @@ def _result(ray: Any, ref: Any, shard_id: str, max_retries: int) -> Any:
             f"Shard {shard_id!r} could not be summed: its worker was lost "
             f"({type(e).__name__}) after {max_retries} retries; nothing was summed."
         ) from e
-
-
-def _sample_across(
-    surveys: list[_Survey], size: int, seed: int
-) -> tuple[Tensor, Tensor]:
-    # A uniform sample without replacement of ``size`` rows of all shards: the
-    # rows taken from each shard are multivariate hypergeometric, and each
-    # shard's sample is a uniformly random prefix of its rows.
-    sizes = np.array([s.n for s in surveys], dtype=np.int64)
-    if sizes.sum() <= size:
-        counts = sizes
-    else:
-        counts = np.random.default_rng(seed).multivariate_hypergeometric(sizes, size)
-    X = torch.cat([s.sample_X[: int(c)] for s, c in zip(surveys, counts, strict=True)])
-    Y = torch.cat([s.sample_Y[: int(c)] for s, c in zip(surveys, counts, strict=True)])
-    return X, Y
-
-
-def _combined_moments(surveys: list[_Survey]) -> tuple[int, float, float]:
-    # Chan et al.'s pairwise update: the count, mean and sum of squared
-    # deviations of the union, without the cancellation of sum(y^2).
-    n, mean, m2 = 0, 0.0, 0.0
-    for s in surveys:
-        total = n + s.n
-        delta = s.y_mean - mean
-        mean = mean + delta * s.n / total
-        m2 = m2 + s.y_m2 + delta * delta * n * s.n / total
-        n = total
-    return n, mean, m2
 
 
 def _outcome_transform(
@@ -660,148 +565,3 @@ def _global_input_transform(
         part.learn_coefficients = False
         part.eval()
     return transform
-
-
-# ------------------------------------------------------------------- workers
-
-
-def _survey_shard(
-    shard: Any, shard_id: str, shard_format: ShardFormat, sample_size: int, seed: int
-) -> _Survey:
-    X, Y = _load_shard(shard, shard_id, shard_format)
-    n = X.shape[0]
-    y = Y.squeeze(-1).double()
-    y_mean = y.mean()
-    g = torch.Generator().manual_seed(_shard_seed(seed, shard_id))
-    rows = torch.randperm(n, generator=g)[:sample_size]
-    return _Survey(
-        n=n,
-        dim=X.shape[1],
-        y_mean=float(y_mean),
-        y_m2=float((y - y_mean).pow(2).sum()),
-        x_min=X.amin(0),
-        x_max=X.amax(0),
-        sample_X=X[rows].clone(),
-        sample_Y=Y[rows].clone(),
-        digest=_digest(X, Y),
-    )
-
-
-def _summed_shard(
-    model: NystromGP, shard: Any, shard_id: str, shard_format: ShardFormat, threads: int
-) -> _Summed:
-    torch.set_num_threads(threads)
-    start, cpu = time.perf_counter(), time.process_time()
-    X, Y = _load_shard(shard, shard_id, shard_format)
-    stats = model.observation_statistics(X, Y)
-    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KB on Linux
-    return _Summed(stats, X.shape[0], _digest(X, Y), seconds, cpu, peak)
-
-
-def _digest(X: Tensor, Y: Tensor) -> str:
-    # A hash of a shard's values as the model reads them (after the cast to its
-    # dtype), compared across the two passes. One pass over the bytes, far
-    # below the statistics' O(n m^2); row counts alone let changed values by.
-    h = hashlib.blake2b(digest_size=16)
-    for t in (X, Y):
-        t = t.detach().cpu().contiguous()
-        h.update(f"{tuple(t.shape)}{t.dtype}".encode())
-        h.update(t.numpy().data)
-    return h.hexdigest()
-
-
-def _shard_seed(seed: int, shard_id: str) -> int:
-    digest = hashlib.sha256(f"{seed}:{shard_id}".encode()).digest()
-    return int.from_bytes(digest[:8], "little") >> 1
-
-
-def _load_shard(
-    shard: Any, shard_id: str, shard_format: ShardFormat
-) -> tuple[Tensor, Tensor]:
-    where = f"Shard {shard_id!r}"
-    value = shard
-    if isinstance(shard, (str, os.PathLike)):
-        if shard_format.reader is not None:
-            value = shard_format.reader(str(shard))
-        else:
-            value = _read_file(Path(shard), where)
-    elif callable(shard):
-        value = shard()
-    X, Y = _columns(value, shard_format, where)
-    return _checked(X, Y, shard_format, where)
-
-
-def _read_file(path: Path, where: str) -> Any:
-    suffix = path.suffix.lower()
-    if suffix in (".pt", ".pth"):
-        return torch.load(path, weights_only=True)
-    if suffix == ".npz":
-        with np.load(path) as archive:
-            return {k: archive[k] for k in archive.files}
-    if suffix == ".npy":
-        array = np.load(path)
-        if array.ndim != 2 or array.shape[1] < 2:
-            raise InputDataError(
-                f"{where}: a .npy shard is an n x (d + 1) array whose last column "
-                f"is Y; got shape {array.shape}."
-            )
-        return array[:, :-1], array[:, -1]
-    raise InputDataError(
-        f"{where}: no reader for {suffix or 'files without a suffix'!r} (.pt, .npz "
-        "and .npy are read; pass ShardFormat(reader=...) for others)."
-    )
-
-
-def _columns(value: Any, shard_format: ShardFormat, where: str) -> tuple[Any, Any]:
-    if isinstance(value, (tuple, list)) and len(value) == 2:
-        return value[0], value[1]
-    if isinstance(value, Mapping):
-        names = shard_format.x_columns
-        try:
-            if isinstance(names, str):
-                X = value[names]
-            else:
-                X = np.column_stack([np.asarray(value[c]) for c in names])
-            return X, value[shard_format.y_column]
-        except KeyError as e:
-            raise InputDataError(
-                f"{where} has no column {e.args[0]!r} (it has {sorted(value)[:8]})."
-            ) from None
-    raise InputDataError(
-        f"{where} is a {type(value).__name__}; a shard is (X, Y) or a mapping of "
-        "columns."
-    )
-
-
-def _checked(
-    X: Any, Y: Any, shard_format: ShardFormat, where: str
-) -> tuple[Tensor, Tensor]:
-    X, Y = torch.as_tensor(X), torch.as_tensor(Y)
-    for name, value in (("X", X), ("Y", Y)):
-        if not value.dtype.is_floating_point:
-            raise InputDataError(
-                f"{where}: {name} has dtype {value.dtype}; floating point expected."
-            )
-    if X.dim() != 2:
-        raise InputDataError(f"{where}: X must be n x d, got {tuple(X.shape)}.")
-    if Y.dim() == 2 and Y.shape[1] == 1:
-        Y = Y.squeeze(1)
-    if Y.dim() != 1 or Y.shape[0] != X.shape[0]:
-        raise InputDataError(
-            f"{where}: Y must have n = {X.shape[0]} rows and one column, got "
-            f"{tuple(Y.shape)}."
-        )
-    if X.shape[0] == 0:
-        raise InputDataError(f"{where} is empty.")
-    if shard_format.dim is not None and X.shape[1] != shard_format.dim:
-        raise InputDataError(
-            f"{where} has {X.shape[1]} input dimensions; the model has "
-            f"{shard_format.dim}."
-        )
-    for name, value in (("X", X), ("Y", Y)):
-        if not bool(torch.isfinite(value).all()):
-            kind = "NaN" if bool(torch.isnan(value).any()) else "infinite"
-            raise InputDataError(f"{where}: {name} contains {kind} values.")
-    dtype = shard_format.dtype
-    return X.to(dtype), Y.to(dtype).unsqueeze(-1)

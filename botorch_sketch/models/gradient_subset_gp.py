@@ -63,13 +63,16 @@ from botorch_sketch.models.validation import (
     check_training_data,
     inputs_from_dataset,
 )
-from botorch_sketch.sketching.chunks import chunk_size_for, row_chunks
-from botorch_sketch.sketching.nystrom import NystromEmbedding
-from botorch_sketch.sketching.rule import Candidates
-from botorch_sketch.sketching.subset import (
+from botorch_sketch.sketching.embedding import (
+    NystromEmbedding,
+    chunk_size_for,
+    row_chunks,
+)
+from botorch_sketch.sketching.rules import (
+    Candidates,
     GradientDiversitySubset,
     RandomSubset,
-    SubsetRule,
+    SelectionRule,
 )
 
 #: ``(model, X, Y, Yvar) -> N x p`` gradients, in the model's transformed space.
@@ -244,7 +247,7 @@ class GradientSubsetGP(SingleTaskGP):
         subset_size: int | None = 100,
         num_initial: int = 0,
         num_newest: int = 1,
-        subset_rule: SubsetRule | None = None,
+        subset_rule: SelectionRule | None = None,
         gradient: GradientFunction | None = None,
         fit_rounds: int = 2,
         num_best: int = 0,
@@ -295,9 +298,9 @@ class GradientSubsetGP(SingleTaskGP):
         num_newest = checked_count(num_newest, "num_newest", minimum=0)
         num_best = checked_count(num_best, "num_best", minimum=0)
         fit_rounds = checked_count(fit_rounds, "fit_rounds")
-        if subset_rule is not None and not isinstance(subset_rule, SubsetRule):
+        if subset_rule is not None and not isinstance(subset_rule, SelectionRule):
             raise InputDataError(
-                "subset_rule must be a SubsetRule (such as "
+                "subset_rule must be a SelectionRule (such as "
                 "GradientDiversitySubset() or RandomSubset()), got "
                 f"{subset_rule!r}."
             )
@@ -368,7 +371,7 @@ class GradientSubsetGP(SingleTaskGP):
         return forced[~repeat]
 
     def _run_rule(
-        self, rule: SubsetRule, gradients: Tensor | None, kernel: Kernel | None
+        self, rule: SelectionRule, gradients: Tensor | None, kernel: Kernel | None
     ) -> Tensor:
         X = self.full_train_X
         if kernel is not None and hasattr(self, "input_transform"):
@@ -556,7 +559,7 @@ class GradientSubsetGP(SingleTaskGP):
         subset_size: int | None = 100,
         num_initial: int = 0,
         num_newest: int = 1,
-        subset_rule: SubsetRule | None = None,
+        subset_rule: SelectionRule | None = None,
         gradient: GradientFunction | None = None,
         fit_rounds: int = 2,
         num_best: int = 0,

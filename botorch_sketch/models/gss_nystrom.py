@@ -51,7 +51,7 @@ from botorch_sketch.models.gradient_subset_gp import (
     GradientSubsetGP,
 )
 from botorch_sketch.models.nystrom_gp import NystromGP
-from botorch_sketch.sketching.subset import SubsetRule
+from botorch_sketch.sketching.rules import SelectionRule
 
 
 def nystrom_from_subset(model: GradientSubsetGP) -> NystromGP:
@@ -103,7 +103,7 @@ def fit_gss_nystrom(
     num_initial: int = 0,
     num_newest: int = 1,
     num_best: int = 0,
-    subset_rule: SubsetRule | None = None,
+    subset_rule: SelectionRule | None = None,
     gradient: GradientFunction | None = None,
     fit_rounds: int = 2,
     likelihood: Likelihood | None = None,

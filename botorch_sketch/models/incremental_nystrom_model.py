@@ -2,7 +2,7 @@
 r"""A BoTorch ``Model`` view of an online Nystrom/DTC model.
 
 :class:`IncrementalNystromModel` exposes
-:class:`~botorch_sketch.sketching.incremental.IncrementalNystrom` (the model of
+:class:`~botorch_sketch.sketching.online.IncrementalNystrom` (the model of
 EK-UCB [Zenati2022efficient]_ and of the contextual policies in
 :mod:`botorch_sketch.bandits.contextual`) to BoTorch's acquisition functions and
 optimisers, so that a contextual round with a continuous action can be solved
@@ -30,7 +30,7 @@ from linear_operator import to_linear_operator
 from torch import Tensor
 
 from botorch_sketch.models.single_output import NoFantasiesMixin, SingleOutputMixin
-from botorch_sketch.sketching.incremental import IncrementalNystrom
+from botorch_sketch.sketching.online import IncrementalNystrom
 
 
 class IncrementalNystromModel(SingleOutputMixin, NoFantasiesMixin, Model):

@@ -5,17 +5,18 @@ r"""A DTC/Nystrom Gaussian process with an adaptively chosen inducing set.
 the size ``m`` of its inducing set rather than with the number ``n`` of
 observations: ``O(n m^2 + m^3)`` to fit, ``O(q m^2 + q^2 m)`` per posterior over
 ``q`` points. The inducing set is a subset of the distinct training inputs chosen
-by a rule (:mod:`botorch_sketch.sketching.selection`), by default BKB's
+by a rule (:mod:`botorch_sketch.sketching.rules`), by default BKB's
 posterior-variance resampling [Calandriello2019bkb]_, so that its size follows
 the effective dimension of the data. The posterior is DTC with the exact prior
 variance [Quinonero2005unifying]_, and hyperparameters are fitted on Titsias'
 collapsed bound [Titsias2009variational]_.
 
-This module holds what ``SingleTaskGP``'s holds: the constructor, ``posterior``,
-``condition_on_observations`` and ``construct_inputs``. The rest of the class
-comes from mixins in :mod:`botorch_sketch.models.nystrom`, one idea a file: the
-training data and their transforms, the inducing set, fitting, the posterior
-state, and statistics of data held elsewhere.
+The class holds the data, an inducing set
+(:class:`~botorch_sketch.models.nystrom.inducing.InducingSet`) and one posterior
+state (:class:`~botorch_sketch.models.nystrom.state.NystromState`); functions in
+:mod:`botorch_sketch.models.nystrom` do the work, one idea a module. Several
+outcomes are modelled by
+:class:`~botorch_sketch.models.nystrom_outcomes.MultiOutputNystromGP`.
 
 References:
 
@@ -32,7 +33,7 @@ References:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import torch
@@ -40,88 +41,68 @@ from botorch.exceptions.errors import InputDataError, UnsupportedError
 from botorch.models.gpytorch import GPyTorchModel
 from botorch.models.model import FantasizeMixin
 from botorch.models.transforms.input import InputTransform
-from botorch.models.transforms.outcome import OutcomeTransform, Standardize
-from botorch.models.utils.gpytorch_modules import (
-    get_covar_module_with_dim_scaled_prior,
-    get_gaussian_likelihood_with_lognormal_prior,
-)
+from botorch.models.transforms.outcome import OutcomeTransform
 from botorch.posteriors.gpytorch import GPyTorchPosterior
 from botorch.posteriors.transformed import TransformedPosterior
-from botorch.utils.datasets import SupervisedDataset
 from botorch.utils.types import DEFAULT, _DefaultType
 from gpytorch.distributions import MultivariateNormal
 from gpytorch.kernels import Kernel
-from gpytorch.likelihoods import FixedNoiseGaussianLikelihood
 from gpytorch.likelihoods.likelihood import Likelihood
-from gpytorch.means import ConstantMean, Mean
+from gpytorch.means import Mean
+from gpytorch.mlls import MarginalLogLikelihood
 from gpytorch.models import GP
-from linear_operator import to_linear_operator
 from torch import Tensor
 
-from botorch_sketch.models.nystrom.data import TrainingDataMixin
-from botorch_sketch.models.nystrom.data_statistics import DataStatisticsMixin
-from botorch_sketch.models.nystrom.fitting import (
-    ExactRegimeWarning,
-    NystromFittingMixin,
+from botorch_sketch.models.nystrom import data, data_statistics, fitting
+from botorch_sketch.models.nystrom.fitting import ExactRegimeWarning
+from botorch_sketch.models.nystrom.inducing import InducingSet
+from botorch_sketch.models.nystrom.posterior import (
+    absorbed,
+    check_new_data,
+    checked_test_points,
+    dtc_posterior,
+    latent_distribution,
+    new_noise,
 )
-from botorch_sketch.models.nystrom.inducing import InducingSetMixin
-from botorch_sketch.models.nystrom.state import PosteriorStateMixin
+from botorch_sketch.models.nystrom.state import (
+    NystromState,
+    nystrom_embedding,
+    training_statistics,
+)
 from botorch_sketch.models.single_output import SingleOutputMixin
 from botorch_sketch.models.validation import (
     check_fit_subset_size,
-    check_gaussian_likelihood,
-    check_new_observations,
-    check_observation_noise,
-    check_output_indices,
-    check_test_inputs,
     check_training_data,
-    check_unbatched_kernel,
     floor_fixed_noise,
-    inputs_from_dataset,
-    one_input_points,
 )
-from botorch_sketch.sketching.selection import InducingSelector
+from botorch_sketch.sketching.embedding import NystromEmbedding
+from botorch_sketch.sketching.posterior import (
+    DTCStatistics,
+    WeightPosterior,
+    posterior_variance,
+)
+from botorch_sketch.sketching.rules import FixedSelector, SelectionRule
 
 __all__ = ["ExactRegimeWarning", "NystromGP"]
 
 
-class NystromGP(
-    SingleOutputMixin,
-    TrainingDataMixin,
-    InducingSetMixin,
-    NystromFittingMixin,
-    PosteriorStateMixin,
-    DataStatisticsMixin,
-    GPyTorchModel,
-    GP,
-    FantasizeMixin,
-):
+class NystromGP(SingleOutputMixin, GPyTorchModel, GP, FantasizeMixin):
     r"""A single-output GP with a DTC/Nystrom posterior and an adaptive inducing set.
 
-    The inducing set is chosen when the model is built, with the hyperparameters
-    it is built with. ``fit_gpytorch_mll(ExactMarginalLogLikelihood(...))`` then
-    alternates: fit the hyperparameters on Titsias' bound with the set fixed,
-    re-run the rule at the new hyperparameters, and fit again (``fit_rounds``
-    fits in all; rules that do not depend on the hyperparameters get one fit).
-    Call :meth:`select_inducing_points` to re-run the rule by hand.
+    The rule chooses the inducing set when a posterior or a fit first needs one.
+    ``fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))``
+    then alternates: fit the hyperparameters on Titsias' bound with the set
+    fixed, re-run the rule at them, fit again (the shortcuts, and the fitting
+    options below, are in :mod:`botorch_sketch.models.nystrom.fitting`).
 
     ``condition_on_observations`` and ``fantasize`` keep the inducing set fixed
-    and absorb the new observations into the weight posterior by the Woodbury
-    step of :class:`~botorch_sketch.sketching.weight_posterior.WeightPosterior`
-    (the bandits' online model), ``O(n' m^2)`` for ``n' <= m`` and batched over
-    fantasies, so ``qKnowledgeGradient`` and online use work without a new ``m x m``
-    factorisation. Note that DTC is not the
-    posterior of a single GP prior, so a fantasy model is the DTC model of the
-    augmented data, not the DTC predictive conditioned on the fantasy.
-
-    With the inducing set equal to all distinct training inputs, the posterior
-    and the fitting objective are those of ``SingleTaskGP``.
-
-    A ``n x t`` ``train_Y`` (``t > 1``) builds a
-    :class:`~botorch_sketch.models.nystrom_outcomes.MultiOutputNystromGP`, the
-    counterpart of a ``SingleTaskGP`` of ``t`` outputs: independent outcomes, each
-    with its own hyperparameters and its own inducing set (one single-output
-    model per outcome; see that module for why the sets are not shared).
+    and absorb the new observations into the weight posterior by a Woodbury
+    step, ``O(n' m^2)`` and batched over fantasies, so ``qKnowledgeGradient``
+    and online use need no new ``m x m`` factorisation. DTC is not the posterior
+    of a single GP prior, so a fantasy model is the DTC model of the augmented
+    data, not the DTC predictive conditioned on the fantasy. With every distinct
+    training input inducing, the posterior and the fitting objective are those
+    of ``SingleTaskGP``.
 
     Example:
         >>> model = NystromGP(train_X, train_Y)
@@ -130,13 +111,22 @@ class NystromGP(
     """
 
     _num_outputs = 1
+    fit_rounds: int = 2
+    titsias: bool = True
+    initial_max_inducing: int | None = 256
+    fit_subset_size: int | None = None
+    automatic_fit_subset_size: int | None = 1000
+    exact_fraction: float | None = 0.5
+    exact_fit_size: int | None = 600
+    warn_exact_regime: bool = True
+    _nystrom_state: NystromState | None
 
     def __init__(
         self,
         train_X: Tensor,
         train_Y: Tensor,
         train_Yvar: Tensor | None = None,
-        inducing: InducingSelector | Tensor | None = None,
+        inducing: SelectionRule | Tensor | None = None,
         covar_module: Kernel | None = None,
         mean_module: Mean | None = None,
         likelihood: Likelihood | None = None,
@@ -144,93 +134,218 @@ class NystromGP(
         input_transform: InputTransform | None = None,
         fit_subset_size: int | None = None,
     ) -> None:
-        r"""Build the model and choose its inducing set.
+        r"""Build the model; the inducing set is chosen when first needed.
 
         Args:
             train_X: A ``n x d`` tensor of training inputs.
-            train_Y: A ``n x 1`` tensor of training observations (``n x t`` builds
-                a ``MultiOutputNystromGP``).
+            train_Y: A ``n x 1`` tensor of training observations.
             train_Yvar: An optional ``n x 1`` tensor of observed noise variances; if
                 given, the noise is fixed to it (``FixedNoiseGaussianLikelihood``).
-            inducing: How to choose the inducing set: an
-                :class:`~botorch_sketch.sketching.selection.InducingSelector`, a
+            inducing: A :class:`~botorch_sketch.sketching.rules.SelectionRule`, a
                 ``m x d`` tensor of fixed inducing inputs (in the space of
                 ``train_X``), or None for ``RidgeLeverageSampler()``. A rule
-                without a generator draws from one of the model's own, seeded
-                from ``torch.initial_seed()`` and the data size: building and
-                fitting leave torch's global random state as they found it.
-            covar_module: The kernel; defaults to BoTorch's RBF kernel with a
-                dimension-scaled lengthscale prior, as in ``SingleTaskGP``. It must
-                have no batch dimensions.
+                without a generator draws from one seeded from
+                ``torch.initial_seed()`` and the data: building and fitting leave
+                torch's global random state as they found it.
+            covar_module: An unbatched kernel; defaults to BoTorch's RBF kernel
+                with a dimension-scaled lengthscale prior, as ``SingleTaskGP``.
             mean_module: The prior mean; defaults to ``ConstantMean()``.
             likelihood: A ``GaussianLikelihood`` or ``FixedNoiseGaussianLikelihood``;
                 defaults as in ``SingleTaskGP``.
-            outcome_transform: An outcome transform, applied to the data at
-                construction and inverted on posteriors. Defaults to
-                ``Standardize(m=1)``; None for no transform.
+            outcome_transform: An outcome transform, fitted on the data here and
+                inverted on posteriors; defaults to ``Standardize(m=1)``.
             input_transform: An input transform, applied to training and test
                 inputs (e.g. ``Normalize(d)``).
             fit_subset_size: Sets :attr:`fit_subset_size` for this model.
         """
-        if (
-            type(self) is NystromGP
-            and isinstance(train_Y, Tensor)
-            and train_Y.dim() == 2
-            and train_Y.shape[-1] > 1
-        ):
-            # Several outcomes: the instance becomes their model. (Done here,
-            # not in ``__new__``, so that the signature Ax inspects is this one.)
-            from botorch_sketch.models.nystrom_outcomes import MultiOutputNystromGP
-
-            self.__class__ = MultiOutputNystromGP
-            MultiOutputNystromGP.__init__(
-                self,
-                train_X,
-                train_Y,
-                train_Yvar=train_Yvar,
-                inducing=inducing,
-                covar_module=covar_module,
-                mean_module=mean_module,
-                likelihood=likelihood,
-                outcome_transform=outcome_transform,
-                input_transform=input_transform,
-                fit_subset_size=fit_subset_size,
-            )
-            return
-        check_training_data(type(self).__name__, train_X, train_Y, train_Yvar)
+        name = type(self).__name__
+        data.check_one_outcome(name, train_Y)
+        check_training_data(name, train_X, train_Y, train_Yvar)
         check_fit_subset_size(fit_subset_size)
-        transformed_X, outcome_transform, _, _ = self._transform_training_data(
+        transformed_X, outcome_transform, _, _ = data.fit_training_transforms(
             train_X, train_Y, train_Yvar, outcome_transform, input_transform
         )
         super().__init__()
-        d = transformed_X.shape[-1]
-        if likelihood is None:
-            if train_Yvar is None:
-                likelihood = get_gaussian_likelihood_with_lognormal_prior()
-            else:
-                likelihood = FixedNoiseGaussianLikelihood(
-                    noise=train_Yvar.squeeze(-1).clone()
-                )
-        check_gaussian_likelihood(type(self).__name__, likelihood, train_Yvar)
-        self.likelihood = likelihood
-        self.mean_module = ConstantMean() if mean_module is None else mean_module
-        self.covar_module = (
-            get_covar_module_with_dim_scaled_prior(ard_num_dims=d)
-            if covar_module is None
-            else covar_module
+        modules = (likelihood, mean_module, covar_module, train_Yvar)
+        dim = transformed_X.shape[-1]
+        self.likelihood, self.mean_module, self.covar_module = data.default_modules(
+            name, *modules, dim
         )
-        check_unbatched_kernel(type(self).__name__, self.covar_module)
-        self._keep_training_data(
-            train_X, train_Y, train_Yvar, outcome_transform, input_transform
-        )
-        self._init_inducing(inducing)
-        self._init_posterior_state()
-        self._init_data_statistics()
+        if outcome_transform is not None:
+            self.outcome_transform = outcome_transform
+        if input_transform is not None:
+            self.input_transform = input_transform
+        # The raw data, plain attributes (see :mod:`.nystrom.data`).
+        self.train_X, self.train_Y, self.train_Yvar = train_X, train_Y, train_Yvar
+        self._inducing = InducingSet.from_argument(inducing, train_X)
+        # Statistics of fantasies (batched fantasy models only) and of data held
+        # elsewhere (``set_data_statistics``); the posterior state.
+        self._extra_statistics: DTCStatistics | None = None
+        self._summary: data_statistics.DataSummary | None = None
+        self._replace_state()
         self.to(train_X)
-        self._retransform_targets()
+        self.retransform_targets()
         if fit_subset_size is not None:
             self.fit_subset_size = fit_subset_size
-        self._initial_selection_pending = True
+
+    def _replace_state(self, state: NystromState | None = None) -> None:
+        # The one place the posterior state changes: None (rebuilt on next use)
+        # after any change of data, hyperparameters (training mode), inducing
+        # set, dtype or device; an updated state after conditioning.
+        self._nystrom_state = state
+
+    @property
+    def nystrom_state(self) -> NystromState:
+        r"""The embedding, weight posterior and read-out behind ``posterior``.
+
+        Built on first use after a change of data, hyperparameters or inducing
+        set (``O(n m^2 + m^3)``), then kept.
+        """
+        if self._nystrom_state is None:
+            with torch.no_grad():
+                embedding, stats = self._embedding_and_statistics()
+                self._replace_state(NystromState(embedding, WeightPosterior(stats)))
+        return self._nystrom_state
+
+    def posterior_state(self) -> tuple[NystromEmbedding, WeightPosterior]:
+        r"""The embedding and the weight posterior (pathwise sampling reads them)."""
+        return self.nystrom_state.embedding, self.nystrom_state.posterior
+
+    def clear_posterior_state(self) -> None:
+        r"""Drop the posterior state (rebuilt on next use), e.g. to ship the model."""
+        self._replace_state()
+
+    def _embedding_and_statistics(self) -> tuple[NystromEmbedding, DTCStatistics]:
+        X, noise, summary = self.transformed_train_X, self.train_noise(), self._summary
+        inputs = self._inducing_inputs(X)
+        embedding = nystrom_embedding(self.covar_module, inputs, noise)
+        self.check_data_statistics()
+        skip = 0 if summary is None else summary.rows
+        before = None if summary is None else summary.statistics
+        rest = (self.mean_module, noise, skip, before, self._extra_statistics)
+        stats = training_statistics(embedding, X, self.train_targets, *rest)
+        return embedding, stats
+
+    @property
+    def batch_shape(self) -> torch.Size:
+        r"""Empty, except for fantasy models (the fantasy batch shape)."""
+        if self._extra_statistics is not None:
+            return self._extra_statistics.batch_shape
+        return torch.Size()
+
+    @property
+    def transformed_train_X(self) -> Tensor:
+        r"""The ``n x d`` training inputs as the kernel sees them."""
+        return data.transform_like_training(self._input_transform(), self.train_X)
+
+    @property
+    def train_inputs(self) -> tuple[Tensor]:
+        r"""The input-transformed training inputs, as ``ExactGP`` exposes them."""
+        return (self.transformed_train_X,)
+
+    def train_noise(self) -> Tensor:
+        r"""The ``n`` per-observation noise variances, in outcome-transformed units."""
+        return self.likelihood.noise.expand(self.train_X.shape[0])
+
+    def retransform_targets(self) -> None:
+        r"""Re-derive ``train_targets`` (and fixed noise) from the raw data.
+
+        Call it after changing the outcome transform's statistics in place.
+        """
+        transform, X = self._outcome_transform(), self.transformed_train_X
+        Y, Yvar = data.transformed_targets(self.train_Y, self.train_Yvar, transform, X)
+        self.train_targets = Y.squeeze(-1)
+        if Yvar is not None:
+            self.likelihood.noise = floor_fixed_noise(Yvar.squeeze(-1))
+        self._replace_state()
+
+    def _input_transform(self) -> InputTransform | None:
+        return getattr(self, "input_transform", None)
+
+    def _outcome_transform(self) -> OutcomeTransform | None:
+        return getattr(self, "outcome_transform", None)
+
+    @property
+    def inducing_points(self) -> Tensor:
+        r"""The ``m x d`` (input-transformed) inducing inputs."""
+        return self._inducing_inputs(self.transformed_train_X)
+
+    @property
+    def inducing_index(self) -> Tensor | None:
+        r"""Training rows of the inducing inputs (None for given inducing inputs).
+
+        The rule's first choice, if none was made yet, is made here (of at most
+        ``initial_max_inducing`` points).
+        """
+        if self._inducing.pending:
+            self.select_inducing_points(max_size=self.initial_max_inducing)
+        return self._inducing.rows
+
+    @inducing_index.setter
+    def inducing_index(self, rows: Tensor | None) -> None:
+        self._inducing.set_rows(rows, self._inducing.every_input)
+        self._replace_state()
+
+    @property
+    def inducing_rule(self) -> SelectionRule | None:
+        r"""The rule choosing the inducing set (None for fixed inducing inputs)."""
+        return self._inducing.rule
+
+    @property
+    def is_exact(self) -> bool:
+        r"""Whether every distinct training input is inducing (the exact GP)."""
+        return self._inducing.every_input and self._extra_statistics is None
+
+    def _inducing_inputs(self, transformed_X: Tensor) -> Tensor:
+        if self._inducing.fixed is not None:
+            transform = self._input_transform()
+            return data.transform_like_training(transform, self._inducing.fixed)
+        return transformed_X[self.inducing_index]
+
+    def select_inducing_points(self, max_size: int | None = None) -> None:
+        r"""Run the inducing rule at the current hyperparameters.
+
+        The rule sees the distinct training inputs (of the fitting subset), their
+        multiplicities and noise. Fixed inducing inputs stay as they are.
+
+        Args:
+            max_size: Keep at most this many of the rule's picks (its first ones),
+                for rules that depend on the hyperparameters.
+        """
+        self._refuse_if_fantasy("keeps the inducing set it was conditioned with")
+        rule, rows = self._inducing.rule, None
+        if rule is not None and not isinstance(rule, FixedSelector):
+            rows = fitting.rule_rows(self)
+        args = (self.covar_module, self.train_noise(), self.train_targets, rows)
+        self._inducing.choose(self.train_X, self.transformed_train_X, *args, max_size)
+        self._replace_state()
+
+    def add_inducing_points(self, rows: Tensor) -> None:
+        r"""Add training observations' inputs to the inducing set (``O(n m^2)``).
+
+        Args:
+            rows: A 1-d long tensor of row indices into ``train_X``.
+        """
+        if self._inducing.rule is None or self.inducing_index is None:
+            raise UnsupportedError(
+                "add_inducing_points needs a model whose inducing set is chosen "
+                "by a rule (not fixed inducing inputs)."
+            )
+        self._refuse_if_fantasy("keeps the inducing set it was conditioned with")
+        self._inducing.add(rows, self.transformed_train_X)
+        self._replace_state()
+
+    def effective_dimension(self) -> Tensor:
+        r"""BKB's estimate ``sum_i var(x_i) / lambda_i`` of the effective dimension.
+
+        The ridge leverage scores of the training inputs (not of fantasies),
+        summed with repeats: a scalar tensor.
+        """
+        data_statistics.refuse_if_summarised(self._summary, "effective_dimension")
+        with torch.no_grad():
+            state, X = self.nystrom_state, self.transformed_train_X
+            var = posterior_variance(state.embedding, state.posterior, X)
+            return (var / self.train_noise()).sum(-1)
 
     def posterior(
         self,
@@ -254,95 +369,32 @@ class NystromGP(
 
         Returns:
             A ``GPyTorchPosterior`` over ``broadcast(batch_shape, model.batch_shape)
-            x q x 1`` with a dense ``q x q`` covariance.
+            x q x 1``.
         """
-        if output_indices is not None:
-            # Integers only: ``[0.0] == [0]`` and ``[False] == [0]`` passed.
-            if check_output_indices(output_indices, 1) != [0]:
-                raise UnsupportedError(
-                    f"{type(self).__name__} has one output; got {output_indices=}."
-                )
+        name, d = type(self).__name__, self.train_X.shape[-1]
+        X = checked_test_points(name, X, d, output_indices)
         self.eval()
-        X = one_input_points(X, self.train_X.shape[-1])
-        check_test_inputs(X, self.train_X.shape[-1])
         X = self.transform_inputs(X)
-        readout = self._posterior_readout()
-        transform = getattr(self, "outcome_transform", None)
-        scale = None
-        if observation_noise is False or observation_noise is None:
-            # Rows on demand: acquisition functions with ``cache_root`` read only
-            # the q new rows of a joint covariance over baseline and new points.
-            # A plain ``Standardize`` is undone on the operator's pieces here:
-            # BoTorch's own untransform wraps the covariance in diagonal
-            # products, whose rows are read by forming the whole matrix.
-            scale = _standardize_scale(transform)
-            prior_mean = self.mean_module(X)
-            if scale is not None:
-                prior_mean = transform.means.reshape(()) + scale * prior_mean
-                transform = None
-            delta, covar = readout.lazy(X, self.covar_module(X), scale=scale)
-        else:
-            prior_mean = self.mean_module(X)
-            delta, covar = readout(X, self.covar_module(X).to_dense())
-        mean = prior_mean + delta
-        # Fantasies share a covariance (it does not depend on the outcomes): the
-        # expansion over them is a view.
-        shape = torch.broadcast_shapes(mean.shape, covar.shape[:-1])
-        mean = mean.expand(shape)
-        if covar.shape[:-1] != shape:
-            covar = covar.expand(shape + covar.shape[-1:])
-        noise = self._observation_noise(observation_noise, covar)
-        if noise is not None:
-            covar = covar + torch.diag_embed(noise)
-        # A linear operator, as an exact GP's posterior has: torch's own MVN would
-        # factorise the dense matrix eagerly and fail on a singular (but PSD)
-        # covariance, where gpytorch's sampling adds jitter as needed.
-        distribution = MultivariateNormal(mean, to_linear_operator(covar))
-        posterior = GPyTorchPosterior(distribution=distribution)
-        if transform is not None:
-            posterior = transform.untransform_posterior(posterior, X=X)
+        modules = (self.mean_module, self.covar_module, self.likelihood)
+        transform = self._outcome_transform()
+        posterior = dtc_posterior(
+            self.nystrom_state, X, *modules, transform, observation_noise
+        )
         if posterior_transform is not None:
             return posterior_transform(posterior)
         return posterior
 
     def forward(self, x: Tensor) -> MultivariateNormal:
-        r"""What ``model(x)`` gives for BoTorch's exact GPs.
+        r"""The prior at ``x`` in training mode; in eval mode the latent posterior.
 
-        In training mode the prior at the input-transformed ``x``; in eval mode
-        the latent posterior at ``x`` taken as already transformed, in the
-        model's (outcome-transformed) units, as ``SingleTaskGP(x)``. GIBBON's
-        batch term (``qLowerBoundMaxValueEntropy`` at q > 1) reads it; without
-        it ``model(x)`` was gpytorch's bare ``NotImplementedError``.
-
-        Args:
-            x: A ``batch_shape x q x d`` tensor.
-
-        Returns:
-            A ``MultivariateNormal`` over the ``q`` points.
+        As ``SingleTaskGP(x)`` (GIBBON reads it): in eval mode ``x`` is taken as
+        input-transformed, and the latent posterior is in transformed units.
         """
         if self.training:
             x = self.transform_inputs(x)
             return MultivariateNormal(self.mean_module(x), self.covar_module(x))
-        delta, covar = self._posterior_readout()(x, self.covar_module(x).to_dense())
-        mean = self.mean_module(x) + delta
-        shape = torch.broadcast_shapes(mean.shape, covar.shape[:-1])
-        covar = covar.expand(shape + covar.shape[-1:])
-        return MultivariateNormal(mean.expand(shape), to_linear_operator(covar))
-
-    def _observation_noise(
-        self, observation_noise: bool | Tensor, covar: Tensor
-    ) -> Tensor | None:
-        if isinstance(observation_noise, Tensor):
-            check_observation_noise(observation_noise)
-            if observation_noise.shape[-1] == 1:
-                observation_noise = observation_noise.squeeze(-1)
-            return observation_noise.expand(covar.shape[:-1])
-        if not observation_noise:
-            return None
-        noise = self.likelihood.noise
-        if isinstance(self.likelihood, FixedNoiseGaussianLikelihood):
-            noise = noise.mean(-1, keepdim=True)
-        return noise.expand(covar.shape[:-1])
+        modules = (self.mean_module, self.covar_module)
+        return latent_distribution(self.nystrom_state, x, *modules)
 
     def condition_on_observations(
         self, X: Tensor, Y: Tensor, noise: Tensor | None = None, **kwargs: Any
@@ -362,88 +414,170 @@ class NystromGP(
             its training data; with them (fantasies) it is a batched model that
             cannot be refitted.
         """
-        if Y.dim() < 2 or Y.shape[-1] != 1:
-            raise UnsupportedError(
-                f"Y must have shape batch_shape x n' x 1, got {tuple(Y.shape)}."
-            )
-        check_test_inputs(X, self.train_X.shape[-1])
-        check_new_observations(X, Y, noise)
-        # Transforms must apply their fitted statistics, not re-fit on Y.
-        self.eval()
+        check_new_data(X, Y, noise, self.train_X.shape[-1])
+        self.eval()  # the transforms apply their fitted statistics
         if not bool(torch.isfinite(Y).all()):
             raise InputDataError("Y contains NaN or infinite values.")
         X_tf = self.transform_inputs(X)
-        if noise is None:
-            if isinstance(self.likelihood, FixedNoiseGaussianLikelihood):
-                raise UnsupportedError(
-                    "A fixed-noise model needs the noise of new observations."
-                )
-            # Shaped like the inputs, not the fantasies: see
-            # ``WeightPosterior.absorb``.
-            noise_tf = self.likelihood.noise.expand(X.shape[:-1])
+        noise_tf = new_noise(noise, self.likelihood, X)
+        Y_tf, transform = Y, self._outcome_transform()
+        if transform is not None:
+            Y_tf, _ = transform(Y, None, X=X_tf)
+        graph = any(t is not None and t.requires_grad for t in (X, Y, noise))
+        graph = graph and torch.is_grad_enabled()
+        args = (self.mean_module, noise_tf, graph)
+        state, new = absorbed(self.nystrom_state, X_tf, Y_tf, *args)
+        shared = [getattr(self, name) for name in data.DATA_ATTRIBUTES]
+        model = data.copy_sharing(self, shared, dropped=[self._nystrom_state])
+        if len(state.posterior.batch_shape) == 0:
+            raw = (self.train_X, self.train_Y, self.train_Yvar)
+            raw = data.appended_data(raw, X, Y, noise_tf.unsqueeze(-1), transform)
+            model.train_X, model.train_Y, model.train_Yvar = raw
+            model._inducing.every_input = False  # the new inputs are not inducing
+            model.retransform_targets()
         else:
-            # As gpytorch's fixed-noise likelihood: exact zeros break the update.
-            noise_tf = floor_fixed_noise(noise.squeeze(-1))
-        Y_tf = Y
-        if hasattr(self, "outcome_transform"):
-            Y_tf, _ = self.outcome_transform(Y, None, X=X_tf)
-        embedding, state = self._posterior_state()
-        # One mechanism with the bandits' online model: a Woodbury step on the
-        # weight posterior, batched over fantasies (no new m x m factorisation).
-        online = state.copy()
-        # A graph where the new observations carry one: acquisition functions
-        # that look ahead (qKG, qNIPV) differentiate the fantasy model with
-        # respect to X (under no_grad, qKG's candidate never moved). A loop
-        # that chains conditionings (IncrementalGP) passes plain data and keeps
-        # no graph of the hyperparameters from one step to the next.
-        needs_graph = torch.is_grad_enabled() and any(
-            t is not None and t.requires_grad for t in (X, Y, noise)
-        )
-        with torch.set_grad_enabled(needs_graph):
-            residual = Y_tf.squeeze(-1) - self.mean_module(X_tf)
-            new = online.absorb(embedding, X_tf, residual, noise_tf)
-        model = self._copy_sharing_data()
-        if len(online.batch_shape) == 0:
-            model._append_data(X, Y, noise_tf)
-        else:
-            model._extra_statistics = (
-                new if self._extra_statistics is None else self._extra_statistics + new
-            )
-        model._cache = (embedding, online)
+            extra = self._extra_statistics
+            model._extra_statistics = new if extra is None else extra + new
+        model._replace_state(state)
         return model
 
-    @classmethod
-    def construct_inputs(
-        cls,
-        training_data: SupervisedDataset,
-        inducing: InducingSelector | Tensor | None = None,
+    def _refuse_if_fantasy(self, what: str) -> None:
+        if self._extra_statistics is not None:
+            raise UnsupportedError(f"A fantasy model {what}.")
+
+    def log_marginal_likelihood(self) -> Tensor:
+        r"""Titsias' bound (DTC's for ``titsias = False``) of all the observations.
+
+        Without priors, not over ``n``: a scalar (``batch_shape`` for fantasies).
+        """
+        with torch.no_grad():
+            weights = self.nystrom_state.posterior
+            return weights.log_marginal_likelihood(titsias=self.titsias)
+
+    def compute_custom_loss(
+        self, mll: MarginalLogLikelihood | None = None, **kwargs: Any
+    ) -> Tensor:
+        r"""The negative objective over ``n`` (BoTorch's loss closure calls it).
+
+        See :func:`~botorch_sketch.models.nystrom.fitting.custom_loss`.
+        """
+        data_statistics.refuse_if_summarised(self._summary, "Fitting")
+        stats = None if self.is_exact else self._embedding_and_statistics()[1]
+        return fitting.custom_loss(self, stats)
+
+    def custom_fit(
+        self,
+        mll: MarginalLogLikelihood,
+        closure: Callable | None = None,
+        closure_kwargs: dict[str, Any] | None = None,
+        optimizer_kwargs: dict[str, Any] | None = None,
         **kwargs: Any,
-    ) -> dict[str, Any]:
-        r"""Constructor arguments from a dataset (the hook Ax calls).
+    ) -> MarginalLogLikelihood:
+        r"""Fit the hyperparameters, alternating with the inducing rule.
+
+        ``fit_gpytorch_mll`` calls it; the arguments are those of
+        :func:`~botorch_sketch.models.nystrom.fitting.fit_alternating`.
+        """
+        self._refuse_if_fantasy("cannot be refitted")
+        data_statistics.refuse_if_summarised(self._summary, "Fitting")
+        options = (closure, closure_kwargs, optimizer_kwargs)
+        return fitting.fit_alternating(
+            self, self._inducing, NystromGP, mll, *options, **kwargs
+        )
+
+    def observation_statistics(
+        self, X: Tensor, Y: Tensor, chunk_size: int | None = None
+    ) -> DTCStatistics:
+        r"""The DTC statistics of observations, summed as the model's own data are.
+
+        ``X`` (``n x d``) and ``Y`` (``n x 1``) need not be the model's data: see
+        :func:`~botorch_sketch.models.nystrom.data_statistics.observation_statistics`.
+        """
+        data_statistics.refuse_fixed_noise(self.likelihood, "observation_statistics")
+        self._refuse_if_fantasy("has no statistics of its own")
+        return data_statistics.observation_statistics(self, X, Y, chunk_size)
+
+    def set_data_statistics(
+        self, statistics: DTCStatistics, rows_included: int | None = None
+    ) -> None:
+        r"""Condition on the statistics of data held elsewhere, not on ``train_X``.
+
+        The posterior becomes that of the data ``statistics`` summarise plus the
+        training rows after the first ``rows_included`` (the data need then only
+        be a sample). They must come from :meth:`observation_statistics` under
+        this model's hyperparameters, transforms and inducing set, which are then
+        frozen: the set becomes fixed inputs, refitting raises, and so does the
+        posterior once they change (:meth:`check_data_statistics`).
 
         Args:
-            training_data: A ``SupervisedDataset``.
-            inducing: The ``inducing`` constructor argument.
-            kwargs: Other options Ax passes (``categorical_features`` and the like);
-                empty ones are ignored, others are not supported.
-
-        Returns:
-            A dict of keyword arguments for ``NystromGP``.
+            statistics: Unbatched statistics of the data.
+            rows_included: How many leading rows of ``train_X`` the statistics
+                already include; all of them by default.
         """
-        inputs = inputs_from_dataset(cls.__name__, training_data, kwargs)
-        if inducing is not None:
-            inputs["inducing"] = inducing
-        return inputs
+        self._refuse_if_fantasy("cannot take data statistics")
+        data_statistics.refuse_fixed_noise(self.likelihood, "set_data_statistics")
+        n, m = self.train_X.shape[0], self.inducing_points.shape[0]
+        rows = data_statistics.summarised_rows(statistics, rows_included, n, m)
+        self.check_data_statistics()
+        if self._inducing.rule is not None:
+            # The statistics are coordinates in this inducing set's embedding.
+            self._inducing.fix(self.train_X[self.inducing_index])
+        args = (self.state_dict(), self._inducing.fixed, self.train_X)
+        self._summary = data_statistics.DataSummary.of(statistics, rows, *args)
+        self._replace_state()
 
+    def check_data_statistics(self) -> None:
+        r"""Raise ``UnsupportedError`` if the data statistics no longer apply.
 
-def _standardize_scale(transform: OutcomeTransform | None) -> Tensor | None:
-    # The standard deviation of a trained, single-output ``Standardize`` (not a
-    # subclass: ``StratifiedStandardize`` scales per input), else None.
-    if (
-        type(transform) is not Standardize
-        or transform._outputs is not None
-        or transform.stdvs.numel() != 1
-        or not bool(transform._is_trained)
-    ):
-        return None
-    return transform.stdvs.reshape(())
+        That is, if their hyperparameters, transforms or inducing inputs changed.
+        """
+        if self._summary is not None:
+            state, fixed = self.state_dict(), self._inducing.fixed
+            now = data_statistics.statistics_key(state, fixed)
+            data_statistics.check_key(self._summary.key, now)
+
+    def train(self, mode: bool = True) -> NystromGP:
+        r"""Set training mode; entering it drops the posterior state."""
+        if mode:
+            self._replace_state()
+        return super().train(mode)
+
+    def _set_transformed_inputs(self) -> None:
+        pass  # inputs are transformed on use: nothing to swap on eval()
+
+    def _revert_to_original_inputs(self) -> None:
+        pass
+
+    def _apply(self, fn: Callable[[Tensor], Tensor], *args: Any, **kwargs: Any):
+        super()._apply(fn, *args, **kwargs)
+        if self._extra_statistics is not None:
+            self._extra_statistics = self._extra_statistics.map(fn)
+        if self._summary is not None:
+            self._summary = self._summary.map(fn)
+        moved = self._inducing.apply(fn)
+        if data.apply_to_data(self, fn) or moved:
+            self._replace_state()
+        return self
+
+    def load_state_dict(
+        self,
+        state_dict: Mapping[str, Any],
+        strict: bool = True,
+        keep_transforms: bool = True,
+        assign: bool = False,
+    ) -> None:
+        r"""Load hyperparameters and transforms, then re-derive what depends on them.
+
+        The state holds no data, so it loads into a model on other data (Ax's
+        cross-validation): the targets follow the loaded outcome transform
+        (whatever ``keep_transforms``), and the rule re-runs.
+        """
+        torch.nn.Module.load_state_dict(self, state_dict, strict=strict, assign=assign)
+        if self._input_transform() is not None:
+            self.input_transform.eval()
+        self.retransform_targets()
+        if self._inducing.adaptive:
+            self.select_inducing_points()
+        self._replace_state()
+
+    construct_inputs = classmethod(data.construct_inputs)

@@ -1,16 +1,17 @@
 #!/usr/bin/env python3
-r"""``NystromGP`` of several outcomes: one DTC sketch per outcome.
+r"""Several outcomes: a container of one single-output ``NystromGP`` per outcome.
 
-``NystromGP(train_X, train_Y)`` with a ``n x t`` ``train_Y`` (``t > 1``) builds a
-:class:`MultiOutputNystromGP`, the sparse counterpart of a ``SingleTaskGP`` of
-``t`` outputs: independent outcomes, each with its own kernel, mean, noise level
-and inducing set, and a posterior that is a ``MultitaskMultivariateNormal`` over
-``batch_shape x q x t``. It holds one single-output :class:`NystromGP` per outcome
-(:attr:`~MultiOutputNystromGP.outcome_models`), fitted on that outcome's column
-of the outcome-transformed data, so every outcome's fit, inducing rule, exact
-regime and conditioning are those of the single-output model; the outcome
-transform (``Standardize(m=t)`` by default) acts on all ``t`` columns, as in
-``SingleTaskGP``.
+:class:`MultiOutputNystromGP` is the sparse counterpart of a ``SingleTaskGP`` of
+``t`` outputs, built explicitly (``NystromGP`` models one outcome and refuses
+``n x t`` data): independent outcomes, each with its own kernel, mean, noise
+level and inducing set, and a posterior that is a ``MultitaskMultivariateNormal``
+over ``batch_shape x q x t``. Like ``ModelListGP``, it holds a model per outcome
+(:attr:`~MultiOutputNystromGP.outcome_models`), here each fitted on its column of
+the outcome-transformed data, so every outcome's fit, inducing rule, exact
+regime and conditioning are those of the single-output model; unlike it, the
+outcome transform (``Standardize(m=t)`` by default) acts on all ``t`` columns,
+as in ``SingleTaskGP``, and ``ExactMarginalLogLikelihood(model.likelihood,
+model)`` fits it.
 
 Inducing sets are per outcome, not shared. With per-outcome hyperparameters the
 Nystrom embedding (``K_SS`` and its ``O(m^3)`` factorisation), the ``O(n m^2)``
@@ -24,11 +25,13 @@ lengthscales and noise, as BKB's rule prescribes.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import torch
 from botorch.exceptions.errors import BotorchTensorDimensionError, UnsupportedError
+from botorch.models.gpytorch import GPyTorchModel
+from botorch.models.model import FantasizeMixin
 from botorch.models.transforms.input import InputTransform
 from botorch.models.transforms.outcome import OutcomeTransform
 from botorch.posteriors.gpytorch import GPyTorchPosterior
@@ -43,9 +46,11 @@ from gpytorch.likelihoods.likelihood import Likelihood
 from gpytorch.likelihoods.noise_models import Noise
 from gpytorch.means import Mean
 from gpytorch.mlls import ExactMarginalLogLikelihood, MarginalLogLikelihood
+from gpytorch.models import GP
 from torch import Tensor
 from torch.nn import ModuleList
 
+from botorch_sketch.models.nystrom import data
 from botorch_sketch.models.nystrom_gp import NystromGP
 from botorch_sketch.models.validation import (
     check_output_indices,
@@ -53,12 +58,10 @@ from botorch_sketch.models.validation import (
     floor_fixed_noise,
     one_input_points,
 )
-from botorch_sketch.sketching.selection import InducingSelector
+from botorch_sketch.sketching.rules import SelectionRule
 
-_PER_OUTCOME = (
-    "a multi-output NystromGP has one inducing set per outcome; use "
-    "model.outcome_models[j] (or model.subset_output([j]))"
-)
+#: The raw data the container keeps (its outcomes' models keep their columns).
+_RAW_DATA = ("train_X", "train_Y", "train_Yvar")
 
 
 class _OutcomeNoise(Noise):
@@ -147,40 +150,33 @@ def check_multi_output_data(
         )
 
 
-class MultiOutputNystromGP(NystromGP):
-    r"""A ``NystromGP`` of ``t > 1`` independent outcomes, one sketch per outcome.
+class MultiOutputNystromGP(GPyTorchModel, GP, FantasizeMixin):
+    r"""Independent outcomes, one :class:`NystromGP` sketch per outcome.
 
-    Built by ``NystromGP(train_X, train_Y)`` for a ``n x t`` ``train_Y``; see the
-    module docstring for the design (per-outcome inducing sets, and why). It
-    behaves as a ``SingleTaskGP`` of ``t`` outputs: ``num_outputs == t``,
+    It behaves as a ``SingleTaskGP`` of ``t`` outputs: ``num_outputs == t``,
     posteriors over ``batch_shape x q x t`` (``output_indices``,
     ``observation_noise`` and ``posterior_transform`` as there),
     ``fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))``,
-    ``fantasize``, ``condition_on_observations`` and ``subset_output``. The
-    outcome ``j`` of the model is the single-output ``NystromGP`` on column ``j``
-    of the outcome-transformed data (:attr:`outcome_models`), so its fit,
-    posterior and inducing set are exactly those of that model.
-
-    Options such as ``fit_rounds`` or ``exact_fit_size`` are read from each
-    outcome's model (``model.outcome_models[j].fit_rounds = 3``). Statistics of
-    data held elsewhere (``set_data_statistics``) and pathwise sampling are
-    single-output features: take ``subset_output([j])`` for them.
+    ``fantasize``, ``condition_on_observations`` and ``subset_output``. Outcome
+    ``j`` is the single-output ``NystromGP`` on column ``j`` of the
+    outcome-transformed data (``outcome_models[j]``), so its fit, posterior and
+    inducing set are exactly those of that model. Its options (``fit_rounds``,
+    ``exact_fit_size``, ...), its inducing set, statistics of data held
+    elsewhere and pathwise sampling are the outcome models' (take
+    ``subset_output([j])`` for the last two).
 
     Example:
-        >>> model = NystromGP(train_X, torch.cat([y1, y2], dim=-1))  # n x 2
+        >>> model = MultiOutputNystromGP(train_X, torch.cat([y1, y2], dim=-1))
         >>> fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))
         >>> model.posterior(X).mean.shape  # q x 2
     """
-
-    #: The outcomes' models move their own data; ``Module.to`` moves the raw data.
-    _tensor_attributes = ("train_X", "train_Y", "train_Yvar")
 
     def __init__(
         self,
         train_X: Tensor,
         train_Y: Tensor,
         train_Yvar: Tensor | None = None,
-        inducing: InducingSelector | Tensor | None = None,
+        inducing: SelectionRule | Tensor | None = None,
         covar_module: Kernel | None = None,
         mean_module: Mean | None = None,
         likelihood: Likelihood | None = None,
@@ -194,7 +190,7 @@ class MultiOutputNystromGP(NystromGP):
             train_X: A ``n x d`` tensor of training inputs.
             train_Y: A ``n x t`` tensor of training observations.
             train_Yvar: An optional ``n x t`` tensor of observed noise variances.
-            inducing: As for ``NystromGP``; a selector is copied per outcome, and
+            inducing: As for ``NystromGP``; a rule is copied per outcome, and
                 fixed inducing inputs are shared.
             covar_module: An unbatched kernel, copied per outcome (each outcome
                 fits its own copy); defaults as in ``NystromGP``.
@@ -205,15 +201,12 @@ class MultiOutputNystromGP(NystromGP):
             input_transform: An input transform, shared by the outcomes.
             fit_subset_size: Sets ``fit_subset_size`` for every outcome's model.
         """
-        name = type(self).__name__
-        check_multi_output_data(name, train_X, train_Y, train_Yvar)
-        t = train_Y.shape[-1]
-        _, outcome_transform, Y_tf, Yvar_tf = self._transform_training_data(
+        check_multi_output_data(type(self).__name__, train_X, train_Y, train_Yvar)
+        _, outcome_transform, Y_tf, Yvar_tf = data.fit_training_transforms(
             train_X, train_Y, train_Yvar, outcome_transform, input_transform
         )
-        # NystromGP's own constructor is for one outcome: start the modules here.
-        super(NystromGP, self).__init__()
-        self._num_outputs = t
+        super().__init__()
+        self._num_outputs = train_Y.shape[-1]
         models = [
             NystromGP(
                 train_X,
@@ -227,16 +220,26 @@ class MultiOutputNystromGP(NystromGP):
                 input_transform=input_transform,
                 fit_subset_size=fit_subset_size,
             )
-            for j in range(t)
+            for j in range(self._num_outputs)
         ]
         self.outcome_models = ModuleList(models)
         self.likelihood = OutcomeLikelihoods([m.likelihood for m in models])
-        # Raw data, as the single-output model keeps them; the outcomes' models
-        # hold their (outcome-transformed) columns.
-        self._keep_training_data(
-            train_X, train_Y, train_Yvar, outcome_transform, input_transform
-        )
+        if outcome_transform is not None:
+            self.outcome_transform = outcome_transform
+        if input_transform is not None:
+            self.input_transform = input_transform
+        # Raw data, as NystromGP keeps them; the outcomes' models hold their
+        # (outcome-transformed) columns.
+        self.train_X, self.train_Y, self.train_Yvar = train_X, train_Y, train_Yvar
         self.to(train_X)
+
+    def _set_outcome_models(self, models: list[NystromGP]) -> None:
+        # New outcome models (of a copy): their likelihoods and input transform
+        # become this model's.
+        self.outcome_models = ModuleList(models)
+        self.likelihood = OutcomeLikelihoods([m.likelihood for m in models])
+        if hasattr(self, "input_transform"):
+            self.input_transform = models[0].input_transform
 
     # ------------------------------------------------------------ properties
 
@@ -244,6 +247,17 @@ class MultiOutputNystromGP(NystromGP):
     def batch_shape(self) -> torch.Size:
         r"""Empty, except for fantasy models (the fantasy batch shape)."""
         return torch.broadcast_shapes(*(m.batch_shape for m in self.outcome_models))
+
+    @property
+    def transformed_train_X(self) -> Tensor:
+        r"""The ``n x d`` training inputs as the kernels see them."""
+        transform = getattr(self, "input_transform", None)
+        return data.transform_like_training(transform, self.train_X)
+
+    @property
+    def train_inputs(self) -> tuple[Tensor]:
+        r"""The input-transformed training inputs, as ``ExactGP`` exposes them."""
+        return (self.transformed_train_X,)
 
     @property
     def train_targets(self) -> Tensor:
@@ -255,29 +269,6 @@ class MultiOutputNystromGP(NystromGP):
         r"""Whether every outcome's model is the exact GP."""
         return all(m.is_exact for m in self.outcome_models)
 
-    @property
-    def inducing_index(self) -> Tensor | None:
-        r"""Not defined: each outcome has its own inducing set."""
-        raise UnsupportedError(f"inducing_index: {_PER_OUTCOME}.")
-
-    @property
-    def inducing_points(self) -> Tensor:
-        r"""Not defined: each outcome has its own inducing set."""
-        raise UnsupportedError(f"inducing_points: {_PER_OUTCOME}.")
-
-    @property
-    def inducing_rule(self) -> InducingSelector | None:
-        r"""Not defined: each outcome has its own inducing rule."""
-        raise UnsupportedError(f"inducing_rule: {_PER_OUTCOME}.")
-
-    def add_inducing_points(self, rows: Tensor) -> None:
-        r"""Not supported: each outcome has its own inducing set.
-
-        Args:
-            rows: Unused.
-        """
-        raise UnsupportedError(f"add_inducing_points: {_PER_OUTCOME}.")
-
     def select_inducing_points(self, max_size: int | None = None) -> None:
         r"""Run every outcome's inducing rule at its current hyperparameters.
 
@@ -288,60 +279,20 @@ class MultiOutputNystromGP(NystromGP):
             model.select_inducing_points(max_size=max_size)
 
     def log_marginal_likelihood(self) -> Tensor:
-        r"""Every outcome's fitting objective (see ``NystromGP``).
-
-        Returns:
-            A ``batch_shape x t`` tensor.
-        """
+        r"""Every outcome's fitting objective (``NystromGP``'s): ``batch_shape x t``."""
         values = [m.log_marginal_likelihood() for m in self.outcome_models]
         return torch.stack(torch.broadcast_tensors(*values), dim=-1)
 
     def effective_dimension(self) -> Tensor:
-        r"""Every outcome's effective dimension (see ``NystromGP``).
-
-        Returns:
-            A ``t`` tensor.
-        """
+        r"""Every outcome's effective dimension (see ``NystromGP``): a ``t`` tensor."""
         return torch.stack([m.effective_dimension() for m in self.outcome_models])
-
-    def observation_statistics(
-        self, X: Tensor, Y: Tensor, chunk_size: int | None = None
-    ) -> Any:
-        r"""Not supported for several outcomes (statistics are per embedding).
-
-        Args:
-            X: Unused.
-            Y: Unused.
-            chunk_size: Unused.
-        """
-        raise UnsupportedError(
-            "observation_statistics and set_data_statistics support one outcome; "
-            "use model.subset_output([j]) for outcome j."
-        )
-
-    def set_data_statistics(self, statistics: Any, rows_included: int | None = None):
-        r"""Not supported for several outcomes (statistics are per embedding).
-
-        Args:
-            statistics: Unused.
-            rows_included: Unused.
-        """
-        self.observation_statistics(None, None)
 
     # ------------------------------------------------------------------ fit
 
     def compute_custom_loss(
         self, mll: MarginalLogLikelihood | None = None, **kwargs: Any
     ) -> Tensor:
-        r"""The sum over outcomes of their losses (as a batched ``SingleTaskGP``).
-
-        Args:
-            mll: Unused beyond the interface.
-            kwargs: Ignored.
-
-        Returns:
-            A scalar loss.
-        """
+        r"""The sum over outcomes of their losses (as a batched ``SingleTaskGP``)."""
         return sum(m.compute_custom_loss() for m in self.outcome_models)
 
     def custom_fit(
@@ -354,17 +305,10 @@ class MultiOutputNystromGP(NystromGP):
     ) -> MarginalLogLikelihood:
         r"""Fit every outcome's model as ``fit_gpytorch_mll`` fits a ``NystromGP``.
 
-        The outcomes share no hyperparameter, so their fits are independent.
-
-        Args:
-            mll: The marginal log likelihood whose model is ``self``.
-            closure: Not supported (each outcome builds its own).
-            closure_kwargs: Passed to every outcome's fit.
-            optimizer_kwargs: Passed to every outcome's fit.
-            kwargs: Passed to every outcome's fit.
-
-        Returns:
-            ``mll``, in eval mode if every outcome's fit succeeded.
+        The outcomes share no hyperparameter, so their fits are independent;
+        ``closure`` is not supported (each outcome builds its own), the other
+        arguments are passed to every fit. ``mll`` is returned in eval mode if
+        every outcome's fit succeeded.
         """
         if len(self.batch_shape) > 0:
             raise UnsupportedError("A fantasy model cannot be refitted.")
@@ -447,11 +391,8 @@ class MultiOutputNystromGP(NystromGP):
             noise = observation_noise
             if isinstance(noise, Tensor):
                 noise = noise[..., j : j + 1]
-            mvns.append(
-                self.outcome_models[j]
-                .posterior(X, observation_noise=noise)
-                .distribution
-            )
+            outcome = self.outcome_models[j]
+            mvns.append(outcome.posterior(X, observation_noise=noise).distribution)
         if len(mvns) == 1:
             # One outcome: its own posterior, ``... x q x 1`` (``SingleTaskGP``
             # raises here: gpytorch needs two to form a multitask normal).
@@ -543,76 +484,96 @@ class MultiOutputNystromGP(NystromGP):
         new = self._copy_without_outcome_models()
         new._set_outcome_models(models)
         if len(new.batch_shape) == 0:
-            new._append_raw_data(
-                X, Y, None if noise is None else floor_fixed_noise(noise)
-            )
+            raw = (self.train_X, self.train_Y, self.train_Yvar)
+            Yvar_tf = None if noise is None else floor_fixed_noise(noise)
+            transform = getattr(self, "outcome_transform", None)
+            raw = data.appended_data(raw, X, Y, Yvar_tf, transform)
+            new.train_X, new.train_Y, new.train_Yvar = raw
         return new
 
     def _copy_without_outcome_models(self) -> MultiOutputNystromGP:
         # The outcomes' models are replaced by the caller; copying them (and the
         # n-sized data) would be wasted.
-        return self._copy_sharing(
-            (
-                *self.outcome_models.modules(),
-                self.train_X,
-                self.train_Y,
-                self.train_Yvar,
-            )
-        )
+        raw = [getattr(self, name) for name in _RAW_DATA]
+        return data.copy_sharing(self, [*self.outcome_models.modules(), *raw])
 
-    def _set_outcome_models(self, models: list[NystromGP]) -> None:
-        # New outcome models (of a copy): their likelihoods and input transform
-        # become this model's.
-        self.outcome_models = ModuleList(models)
-        self.likelihood = OutcomeLikelihoods([m.likelihood for m in models])
-        if hasattr(self, "input_transform"):
-            self.input_transform = models[0].input_transform
-
-    def subset_output(self, idcs: list[int]) -> NystromGP:
+    def subset_output(self, idcs: list[int]) -> NystromGP | MultiOutputNystromGP:
         r"""The model of some of the outcomes.
 
         Args:
             idcs: The outcomes to keep.
 
         Returns:
-            A ``NystromGP`` of those outcomes (single-output for one index, on the
-            raw column with the subset outcome transform), sharing nothing with
-            this model.
+            A ``NystromGP`` for one index (on the raw column, with the subset
+            outcome transform), else a ``MultiOutputNystromGP``, sharing nothing
+            with this model.
         """
         indices = self._output_indices(idcs)
         transform = self._outcome_transform_of(indices)
         Yvar = None if self.train_Yvar is None else self.train_Yvar[..., indices]
         if len(indices) == 1:
             new = copy.deepcopy(self.outcome_models[indices[0]])
-            # Raw data with the outcome's transform: the same targets.
-            new.train_Y = self.train_Y[..., indices]
-            new.train_Yvar = Yvar
-            if transform is not None:
-                new.outcome_transform = copy.deepcopy(transform)
-            new._cache = None
-            return new
-        new = self._copy_without_outcome_models()
-        new._set_outcome_models(
-            [copy.deepcopy(self.outcome_models[j]) for j in indices]
-        )
-        new._num_outputs = len(indices)
-        new.train_Y = self.train_Y[..., indices]
-        new.train_Yvar = Yvar
+        else:
+            new = self._copy_without_outcome_models()
+            new._set_outcome_models(
+                [copy.deepcopy(self.outcome_models[j]) for j in indices]
+            )
+            new._num_outputs = len(indices)
+        # Raw data with the outcomes' transform: the same targets.
+        new.train_Y, new.train_Yvar = self.train_Y[..., indices], Yvar
         if transform is not None:
             new.outcome_transform = copy.deepcopy(transform)
+        if len(indices) == 1:
+            new.clear_posterior_state()
         return new
 
     # -------------------------------------------------------- module plumbing
 
-    def _follow_loaded_state(self) -> None:
-        # After ``load_state_dict``: the outcomes' models take their columns of
-        # the targets under the loaded outcome transform, and re-derive the rest.
-        Y, Yvar = self._transformed_targets()
+    def _set_transformed_inputs(self) -> None:
+        pass  # inputs are transformed on use: nothing to swap on eval()
+
+    def _revert_to_original_inputs(self) -> None:
+        pass
+
+    def _apply(self, fn: Callable[[Tensor], Tensor], *args: Any, **kwargs: Any):
+        # The outcomes' models move their own data; this moves the raw data.
+        super()._apply(fn, *args, **kwargs)
+        data.apply_to_data(self, fn, _RAW_DATA)
+        return self
+
+    def load_state_dict(
+        self,
+        state_dict: Mapping[str, Any],
+        strict: bool = True,
+        keep_transforms: bool = True,
+        assign: bool = False,
+    ) -> None:
+        r"""Load hyperparameters and transforms, then re-derive what depends on them.
+
+        As ``NystromGP.load_state_dict``, for every outcome: the outcomes' models
+        take their columns of the targets under the loaded outcome transform,
+        and re-run their rules at the loaded hyperparameters.
+        """
+        torch.nn.Module.load_state_dict(self, state_dict, strict=strict, assign=assign)
+        transform = getattr(self, "input_transform", None)
+        if transform is not None:
+            transform.eval()
+        Y, Yvar = data.transformed_targets(
+            self.train_Y,
+            self.train_Yvar,
+            getattr(self, "outcome_transform", None),
+            self.transformed_train_X,
+        )
         for j, model in enumerate(self.outcome_models):
             model.train_Y = Y[..., j : j + 1]
             if Yvar is not None:
                 model.train_Yvar = Yvar[..., j : j + 1]
-            model._follow_loaded_state()
+            model.retransform_targets()
+            rule = model.inducing_rule
+            if rule is not None and rule.depends_on_hyperparameters:
+                model.select_inducing_points()
+
+    construct_inputs = classmethod(data.construct_inputs)
 
 
 def _copy(value: Any) -> Any:

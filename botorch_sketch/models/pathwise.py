@@ -5,7 +5,7 @@ Registering the model with BoTorch's ``DrawMatheronPaths`` (and its prior
 sampler) makes ``draw_matheron_paths``, ``get_matheron_path_model`` and
 ``PathwiseThompsonSampling`` work with it. A path is a random-feature draw
 ``f_0`` from the prior plus the update ``z(x)^T v`` of
-:meth:`~botorch_sketch.sketching.dtc.DTCPosterior.matheron_update`, written as
+:meth:`~botorch_sketch.sketching.posterior.WeightPosterior.matheron_update`, written as
 ``k(x, S) root v``: after an ``O(m^3)`` set-up, evaluating a path costs
 ``O(m + num_features)`` per point, so Thompson sampling over many candidates
 costs no ``n``-dependent work and no joint covariance.

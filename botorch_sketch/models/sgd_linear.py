@@ -3,7 +3,8 @@ r"""A streaming Bayesian linear model on features whose mean is tracked by SGD.
 
 ``SGDLinearModel`` is the model ``f(x) = phi(x)^T w``, ``w ~ N(0, I)``, observed
 with noise variance ``lambda``, on a feature map ``phi`` (the raw inputs, random
-Fourier features, or Nystrom features; :mod:`botorch_sketch.sketching.features`).
+Fourier features, or Nystrom features;
+:mod:`botorch_sketch.sketching.embedding.features`).
 Its exact posterior is
 
 - mean ``phi(x)^T V_n^{-1} b_n`` and
@@ -29,7 +30,7 @@ Caveats: SGD tracks the posterior mean with an ``O(n^{-1/2})`` error only for
 well-conditioned features (``||phi|| <= 1`` and ``lambda_min(Phi^T Phi / n)``
 bounded below); correlated random features make it slow. Longer features do
 not diverge: the steps are divided by the largest squared feature norm ``R^2``
-seen (:class:`~botorch_sketch.sketching.sgd.SGDLeastSquares`), which keeps the
+seen (:class:`~botorch_sketch.sketching.linear.SGDLeastSquares`), which keeps the
 fixed point (the posterior mean) and tracks it as on ``phi / R`` with the
 noise variance over ``R^2``. A ridge schedule
 other than ``lambda / n`` (the paper's ``n^{-(1 - alpha)}``) makes the mean a
@@ -65,11 +66,11 @@ from torch import Tensor
 from botorch_sketch.checks import checked_real
 from botorch_sketch.models.single_output import NoFantasiesMixin, SingleOutputMixin
 from botorch_sketch.models.validation import check_test_inputs, check_training_data
-from botorch_sketch.sketching.features import FeatureMap, IdentityFeatures
-from botorch_sketch.sketching.ridge import OnlineRidge
-from botorch_sketch.sketching.sgd import (
+from botorch_sketch.sketching.embedding import FeatureMap, IdentityFeatures
+from botorch_sketch.sketching.linear import (
     HarmonicStep,
     InverseRidge,
+    OnlineRidge,
     Schedule,
     SGDLeastSquares,
     WidthTracker,

@@ -1,113 +1,117 @@
 #!/usr/bin/env python3
-r"""The mathematics shared by every model and bandit policy.
+r"""The mathematics shared by every model and bandit policy, one folder per idea.
 
-Nystrom embeddings, the weight posterior in their coordinates (the DTC posterior,
-its online updates, ridge regression and KORS's leverage), selection rules (one
-way to choose points: inducing sets, subsets, dictionaries, admissions),
-and SGD tracking of least-squares solutions. Torch and gpytorch kernels only;
-nothing here knows about BoTorch models.
+- :mod:`~botorch_sketch.sketching.embedding`: Nystrom embeddings, kernel blocks,
+  feature maps.
+- :mod:`~botorch_sketch.sketching.posterior`: the weight posterior in Nystrom
+  coordinates (the DTC posterior), its statistics and read-outs.
+- :mod:`~botorch_sketch.sketching.rules`: selection rules (inducing sets,
+  subsets, dictionaries, admissions), each with an explicit generator.
+- :mod:`~botorch_sketch.sketching.online`: models and read-outs grown one point
+  at a time (EK-UCB's dictionary, tracked candidates).
+- :mod:`~botorch_sketch.sketching.linear`: exact online ridge and SGD tracking
+  of least-squares solutions.
+
+Torch and gpytorch kernels only; nothing here knows about BoTorch models. The
+layers import downwards only (``a`` <- ``b``: ``b`` imports ``a``):
+``embedding`` <- ``posterior`` <- ``rules`` <- ``online``, and ``posterior`` <-
+``linear`` (exact ridge regression is the weight posterior on the identity
+features).
 """
 
-from botorch_sketch.sketching.arm_set_sgd import ArmSetSGD
-from botorch_sketch.sketching.bernoulli import BernoulliRule
-from botorch_sketch.sketching.confidence import bkb_width
-from botorch_sketch.sketching.dtc import (
-    DTCPosterior,
-    DTCReadout,
-    DTCStatistics,
-    posterior_variance,
-)
-from botorch_sketch.sketching.embedded import EmbeddedPoints
-from botorch_sketch.sketching.features import (
+from botorch_sketch.sketching.embedding import (
     FeatureMap,
     IdentityFeatures,
+    NystromEmbedding,
     NystromFeatures,
     RandomFourierFeatures,
+    kernel_diagonal,
+    kernel_matrix,
 )
-from botorch_sketch.sketching.incremental import IncrementalNystrom
-from botorch_sketch.sketching.kernels import kernel_diagonal, kernel_matrix
-from botorch_sketch.sketching.kors import KORS, theoretical_gamma
-from botorch_sketch.sketching.nystrom import NystromEmbedding
-from botorch_sketch.sketching.online import OnlineDTC, TrackedCandidates
-from botorch_sketch.sketching.ridge import OnlineRidge
-from botorch_sketch.sketching.rule import Candidates, SelectionRule
-from botorch_sketch.sketching.selection import (
-    FixedSelector,
-    GreedyVarianceSelector,
-    InducingSelector,
-    InducingSetCapWarning,
-    RidgeLeverageSampler,
-    UniformSelector,
-    distinct_rows,
-    expected_size,
-    greedy_variance_pivots,
-    leverage_scores,
-)
-from botorch_sketch.sketching.sgd import (
+from botorch_sketch.sketching.linear import (
+    ArmSetSGD,
     Constant,
     HarmonicStep,
     InverseRidge,
     OffsetHarmonicStep,
+    OnlineRidge,
     PowerRidge,
     Schedule,
     SGDLeastSquares,
     WidthTracker,
     width_step,
 )
-from botorch_sketch.sketching.subset import (
-    GradientDiversitySubset,
-    GreedyVarianceSubset,
-    RandomSubset,
-    SubsetRule,
+from botorch_sketch.sketching.online import IncrementalNystrom, TrackedCandidates
+from botorch_sketch.sketching.posterior import (
+    DTCReadout,
+    DTCStatistics,
+    EmbeddedPoints,
+    WeightPosterior,
+    bkb_width,
+    posterior_variance,
 )
-from botorch_sketch.sketching.weight_posterior import WeightPosterior
+from botorch_sketch.sketching.rules import (
+    KORS,
+    BernoulliRule,
+    Candidates,
+    FixedSelector,
+    GradientDiversitySubset,
+    GreedyVarianceSelector,
+    GreedyVarianceSubset,
+    InducingSetCapWarning,
+    RandomSubset,
+    RidgeLeverageSampler,
+    SelectionRule,
+    UniformSelector,
+    distinct_rows,
+    expected_size,
+    greedy_variance_pivots,
+    leverage_scores,
+    theoretical_gamma,
+)
 
 __all__ = [
+    "ArmSetSGD",
     "BernoulliRule",
     "Candidates",
-    "SelectionRule",
-    "GradientDiversitySubset",
-    "GreedyVarianceSubset",
-    "RandomSubset",
-    "SubsetRule",
-    "greedy_variance_pivots",
-    "KORS",
-    "IncrementalNystrom",
-    "theoretical_gamma",
-    "FeatureMap",
-    "IdentityFeatures",
-    "NystromFeatures",
-    "OnlineDTC",
-    "OnlineRidge",
-    "RandomFourierFeatures",
-    "TrackedCandidates",
-    "WidthTracker",
-    "bkb_width",
-    "kernel_diagonal",
-    "kernel_matrix",
-    "width_step",
     "Constant",
-    "HarmonicStep",
-    "InverseRidge",
-    "OffsetHarmonicStep",
-    "PowerRidge",
-    "SGDLeastSquares",
-    "ArmSetSGD",
-    "Schedule",
-    "DTCPosterior",
     "DTCReadout",
     "DTCStatistics",
     "EmbeddedPoints",
-    "WeightPosterior",
+    "FeatureMap",
     "FixedSelector",
+    "GradientDiversitySubset",
     "GreedyVarianceSelector",
-    "InducingSelector",
+    "GreedyVarianceSubset",
+    "HarmonicStep",
+    "IdentityFeatures",
+    "IncrementalNystrom",
     "InducingSetCapWarning",
+    "InverseRidge",
+    "KORS",
     "NystromEmbedding",
+    "NystromFeatures",
+    "OffsetHarmonicStep",
+    "OnlineRidge",
+    "PowerRidge",
+    "RandomFourierFeatures",
+    "RandomSubset",
     "RidgeLeverageSampler",
+    "SGDLeastSquares",
+    "Schedule",
+    "SelectionRule",
+    "TrackedCandidates",
     "UniformSelector",
+    "WeightPosterior",
+    "WidthTracker",
+    "bkb_width",
     "distinct_rows",
     "expected_size",
+    "greedy_variance_pivots",
+    "kernel_diagonal",
+    "kernel_matrix",
     "leverage_scores",
     "posterior_variance",
+    "theoretical_gamma",
+    "width_step",
 ]

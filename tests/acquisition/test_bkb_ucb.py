@@ -16,7 +16,7 @@ from botorch_sketch import (
     qBKBUpperConfidenceBound,
 )
 from botorch_sketch.acquisition import bkb_beta
-from botorch_sketch.sketching.confidence import bkb_width
+from botorch_sketch.sketching.posterior import bkb_width
 
 
 @pytest.fixture(scope="module")

@@ -48,6 +48,7 @@ def test_bkb_with_every_arm_kept_picks_the_arms_of_exact_gp_ucb(beta):
     assert torch.allclose(bkb.candidates.variance, exact.candidates.variance, atol=1e-8)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_variances_within_alpha_and_dictionary_bounded_at_qbar_10(seed):
     # Theorem 1 with alpha = 3 (eps = 1/2), on the pulls BKB itself makes.
@@ -71,6 +72,7 @@ def test_variances_within_alpha_and_dictionary_bounded_at_qbar_10(seed):
             assert bkb.dictionary_size <= int((exact.counts > 0).sum())
 
 
+@pytest.mark.slow
 def test_sublinear_regret_on_the_authors_linear_example():
     env = FiniteArmEnvironment.linear(
         num_arms=1000, dim=3, generator=torch.Generator().manual_seed(0)

@@ -124,7 +124,7 @@ def test_resampling_policies_learn_and_redraw(cls):
     assert 0 < len(kept) < 80 and kept <= set(range(80))
     assert trace.dictionary_size[-1] == len(kept)
     # Its model is the DTC posterior on that dictionary, fitted from scratch.
-    from botorch_sketch.sketching import DTCPosterior, DTCStatistics
+    from botorch_sketch.sketching import DTCStatistics, WeightPosterior
 
     model = policy.model
     emb = model.embedding
@@ -133,7 +133,7 @@ def test_resampling_policies_learn_and_redraw(cls):
     )
     cands, _ = env.candidates()
     mean, _ = model.mean_and_variance(cands)
-    assert torch.allclose(mean, DTCPosterior(stats).mean(emb(cands)), atol=1e-10)
+    assert torch.allclose(mean, WeightPosterior(stats).mean(emb(cands)), atol=1e-10)
     if cls is CBBKB:
         assert 1 <= policy.num_redraws < 80
 

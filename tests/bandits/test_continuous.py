@@ -157,6 +157,7 @@ def test_first_round_draws_a_uniform_action_from_the_generator():
     assert not torch.equal(a, first(1))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cls", [KernelUCB, EKUCB, CBKB, CBBKB])
 def test_every_contextual_policy_runs_with_continuous_actions(cls):
     env = ContinuousBump(generator=_gen(3))
@@ -180,6 +181,7 @@ def test_every_contextual_policy_runs_with_continuous_actions(cls):
     assert torch.equal(policy.model.X[:, -1:], trace.chosen)
 
 
+@pytest.mark.slow
 def test_refined_ek_ucb_beats_random_actions_on_continuous_bump():
     num_rounds, seeds = 150, (0, 1)
     refined, random = [], []
@@ -198,6 +200,7 @@ def test_refined_ek_ucb_beats_random_actions_on_continuous_bump():
     assert mean_refined < 0.6 * mean_random
 
 
+@pytest.mark.slow
 def test_refinement_beats_a_coarse_grid_on_continuous_bump():
     totals = {True: 0.0, False: 0.0}
     for refine in (True, False):

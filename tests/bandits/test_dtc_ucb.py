@@ -34,6 +34,7 @@ def test_a_valid_dictionary_is_kept():
     assert DTCUCB(arms, RBFKernel().double(), 0.1, dictionary=[]).dictionary_size == 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "policy",
     ["bkb-adaptive", "bkb", "gp-ucb", "dtc-uniform", "gp-ucb-fixed-width"],

@@ -7,6 +7,7 @@ from gpytorch.kernels import RBFKernel
 from botorch_sketch.bandits import Bump, FiniteArmEnvironment, SphereEnvironment
 
 
+@pytest.mark.slow
 def test_gp_sample_matches_prior_covariance_at_centres(tkwargs):
     # Over many draws, the empirical covariance of f at a few arms tends to K.
     arms = torch.rand(6, 2, **tkwargs)

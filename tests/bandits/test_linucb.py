@@ -8,7 +8,7 @@ from botorch_sketch.bandits.linear_environments import sphere_arms_environment
 from botorch_sketch.bandits.linucb import LinUCB, SGDLinUCB
 from botorch_sketch.bandits.loop import run_finite
 from botorch_sketch.bandits.random_policy import RandomPolicy
-from botorch_sketch.sketching.sgd import InverseRidge
+from botorch_sketch.sketching.linear import InverseRidge
 
 
 def test_linucb_sherman_morrison_matches_direct_solve(tkwargs):

@@ -15,8 +15,9 @@ from botorch_sketch.bandits.bkb import BKB
 from botorch_sketch.bandits.dtc_ucb import DTCUCB
 from botorch_sketch.bandits.gp_ucb import GPUCB
 from botorch_sketch.sketching import NystromEmbedding
-from botorch_sketch.sketching.kernels import kernel_diagonal
-from botorch_sketch.sketching.online import OnlineDTC, TrackedCandidates
+from botorch_sketch.sketching.embedding import kernel_diagonal
+from botorch_sketch.sketching.online import TrackedCandidates
+from botorch_sketch.sketching.posterior import WeightPosterior
 
 
 def _problem(num_arms=200, seed=0):
@@ -101,7 +102,10 @@ def test_update_one_equals_the_general_update_and_leaves_copies_apart(tkwargs):
     r = torch.randn(30, generator=g, **tkwargs)
     Z = emb(X)
     resid = emb.residual_variance(X, Z)
-    a, b = OnlineDTC.prior(emb.dim, like=X), OnlineDTC.prior(emb.dim, like=X)
+    a, b = (
+        WeightPosterior.prior(emb.dim, like=X),
+        WeightPosterior.prior(emb.dim, like=X),
+    )
     ta, tb = TrackedCandidates(emb, a, cands), TrackedCandidates(emb, b, cands)
     frozen, frozen_mean = None, None
     for i in range(30):
@@ -137,7 +141,10 @@ def test_one_point_products_feed_update_one_and_keep_the_trace(tkwargs):
     X = torch.rand(25, 2, generator=g, **tkwargs)
     r = torch.randn(25, generator=g, **tkwargs)
     Z, resid = emb(X), emb.residual_variance(X, emb(X))
-    a, b = OnlineDTC.prior(emb.dim, like=X), OnlineDTC.prior(emb.dim, like=X)
+    a, b = (
+        WeightPosterior.prior(emb.dim, like=X),
+        WeightPosterior.prior(emb.dim, like=X),
+    )
     frozen = None
     for i in range(25):
         C, w = a.weight_covariance.clone(), a.weights64.clone()
@@ -169,7 +176,7 @@ def test_sgd_linucb_fast_paths_take_the_steps_of_the_public_api():
     # before and after the arm set changes (which leaves the coordinates).
     from botorch_sketch.bandits.linear_environments import sphere_arms_environment
     from botorch_sketch.bandits.linucb import SGDLinUCB
-    from botorch_sketch.sketching.sgd import (
+    from botorch_sketch.sketching.linear import (
         HarmonicStep,
         InverseRidge,
         SGDLeastSquares,
@@ -231,7 +238,7 @@ def test_sgd_linucb_single_pull_path_rejects_non_finite_feedback():
 def test_width_tracker_copies_are_left_apart_by_in_place_steps():
     import copy
 
-    from botorch_sketch.sketching.sgd import HarmonicStep, WidthTracker
+    from botorch_sketch.sketching.linear import HarmonicStep, WidthTracker
 
     g = torch.Generator().manual_seed(0)
     tracker = WidthTracker(
@@ -248,7 +255,7 @@ def test_width_tracker_copies_are_left_apart_by_in_place_steps():
 
 def test_statistics_read_before_an_in_place_update_keep_their_values():
     g = torch.Generator().manual_seed(3)
-    online = OnlineDTC.prior(4, like=torch.empty(0, dtype=torch.double))
+    online = WeightPosterior.prior(4, like=torch.empty(0, dtype=torch.double))
     Z = torch.rand(6, 4, generator=g, dtype=torch.double)
     for i in range(3):
         online.update_one_(Z[i], 0.1, 1.0, 0.5)
@@ -285,7 +292,7 @@ def test_pending_rows_of_update_one_fold_into_the_statistics_across_growth():
     Z = torch.rand(40, 5, generator=g, dtype=torch.double)
     r = torch.randn(40, generator=g, dtype=torch.double)
     noise = 0.1 + torch.rand(40, generator=g, dtype=torch.double)
-    online = OnlineDTC.prior(4, like=Z)
+    online = WeightPosterior.prior(4, like=Z)
     for i in range(20):
         online.update_one_(Z[i, :4], 0.0, float(r[i]), float(noise[i]))
     # The fifth coordinate of the first 20 observations is column 4 of Z.

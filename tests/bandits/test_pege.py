@@ -15,6 +15,7 @@ def _slope(cumulative, checkpoints):
     return float(torch.linalg.lstsq(logs, values).solution[0])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cls", [PEGE, SGDPEGE])
 def test_regret_grows_like_square_root_of_n(cls):
     d, n = 4, 12000

@@ -51,6 +51,7 @@ def test_replay_is_unbiased_for_a_fixed_policy():
     assert result.ctr == pytest.approx(0.1, abs=0.025)
 
 
+@pytest.mark.slow
 def test_learning_policies_beat_uniform_on_digits():
     # About 300 of the 3000 events are accepted, so one run's CTR has a standard
     # error near 0.025 and SGDLinUCB's varies with its SGD seed (0.19-0.27 here):

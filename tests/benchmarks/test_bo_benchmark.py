@@ -46,6 +46,7 @@ def test_every_method_runs_a_short_loop_and_the_report_has_ratios(tiny, tmp_path
     assert len(paths) == 1 and (tmp_path / "bo-Hartmann-6.png").stat().st_size > 0
 
 
+@pytest.mark.slow
 def test_the_same_design_and_seed_give_the_same_run(tiny):
     spec = bo._spec(bo.INCREMENTAL, bo.BUDGETS[tiny], seed=0)
     runs = [

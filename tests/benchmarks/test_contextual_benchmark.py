@@ -4,6 +4,7 @@ from botorch_sketch.benchmarks import contextual
 from botorch_sketch.benchmarks.__main__ import main
 
 
+@pytest.mark.slow
 def test_contextual_benchmark_runs_and_reports_ratios(monkeypatch, tmp_path):
     pytest.importorskip("sklearn")
     tiny = [

@@ -1,11 +1,13 @@
 import warnings
 
+import pytest
 import torch
 
 from botorch_sketch.benchmarks import default_fit
 from botorch_sketch.models.nystrom_gp import ExactRegimeWarning
 
 
+@pytest.mark.slow
 def test_every_method_on_every_case_with_ratios_to_the_exact_gp(monkeypatch):
     tiny = default_fit.Budget(sizes=(60,), seeds=(0, 1), num_test=40, threads=(1,))
     monkeypatch.setitem(default_fit.BUDGETS, "tiny", tiny)

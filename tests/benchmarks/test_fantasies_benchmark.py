@@ -1,6 +1,9 @@
+import pytest
+
 from botorch_sketch.benchmarks import fantasies
 
 
+@pytest.mark.slow
 def test_both_routes_agree_and_render_ratios(monkeypatch):
     monkeypatch.setattr(fantasies, "BUDGETS", {"tiny": [(400, 24, 3, 4)]})
     rows = fantasies.run("tiny")

@@ -7,6 +7,7 @@ from botorch_sketch.benchmarks import gssbo
 from botorch_sketch.benchmarks.__main__ import main
 
 
+@pytest.mark.slow
 def test_gssbo_benchmark_runs_and_reports_ratios(monkeypatch, tmp_path):
     tiny = gssbo.Budget(
         ["Hartmann-6"],
@@ -37,6 +38,7 @@ def test_gssbo_benchmark_runs_and_reports_ratios(monkeypatch, tmp_path):
     assert len(paths) == 1 and (tmp_path / "g-Hartmann-6.png").stat().st_size > 0
 
 
+@pytest.mark.slow
 def test_the_interpretations_run_and_compare_against_random(monkeypatch):
     methods = gssbo.BUDGETS["interpretations"].methods
     assert methods == [gssbo.GSS, gssbo.GSS_HYPER, gssbo.GREEDY, gssbo.RANDOM]
@@ -71,6 +73,7 @@ def test_an_extra_budget_belongs_to_its_benchmark():
         main(["bo", "--budget", "interpretations"])
 
 
+@pytest.mark.slow
 def test_the_hybrid_row_keeps_the_gss_subset_and_every_observation(monkeypatch):
     tiny = gssbo.Budget(
         ["Hartmann-6"],

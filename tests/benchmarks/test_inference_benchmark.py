@@ -47,6 +47,7 @@ def test_capped_optimizer_records_botorchs_timeout():
     assert capped.stopped_at_cap
 
 
+@pytest.mark.slow
 def test_a_peer_fit_stops_at_the_cap():
     g = torch.Generator().manual_seed(0)
     X = torch.rand(200, 3, generator=g, dtype=torch.double)

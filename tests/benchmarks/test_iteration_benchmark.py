@@ -1,8 +1,11 @@
 import math
 
+import pytest
+
 from botorch_sketch.benchmarks import iteration
 
 
+@pytest.mark.slow
 def test_one_iteration_per_model_with_wall_and_cpu_ratios(monkeypatch):
     monkeypatch.setitem(iteration.BUDGETS, "tiny", ([30], 2, 1))
     # q = 2 instead of 10: the suite checks the mechanics, not the timings.

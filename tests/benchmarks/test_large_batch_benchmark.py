@@ -18,6 +18,7 @@ def tiny(monkeypatch):
     return "headline-small"
 
 
+@pytest.mark.slow
 def test_cells_are_written_once_and_collect_merges_two_runs(tiny, tmp_path):
     first, second = str(tmp_path / "a"), str(tmp_path / "b")
     with warnings.catch_warnings():

@@ -18,6 +18,7 @@ def _row(n, m, race=None):
     return Row(6, n, m, 1.0, 2.0, 1.0, 0.5, -0.4, 100.0, race)
 
 
+@pytest.mark.slow
 def test_svgp_race_stops_at_the_target_and_books_its_time():
     X, Y = _data(3000, 6, 0)
     Xt, Yt = _data(500, 6, 1)
@@ -52,6 +53,7 @@ def test_render_reports_growth_and_the_svgp_ratio():
     assert "not in 120" in text and "a machine" in text
 
 
+@pytest.mark.slow
 def test_sharded_case_times_each_worker_count_and_projects():
     pytest.importorskip("ray")
     row = run_sharded("tiny")

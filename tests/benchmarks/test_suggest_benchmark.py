@@ -50,6 +50,7 @@ def test_the_scores_have_one_optimum_inside_the_box():
         suggest._sampler("TPE")
 
 
+@pytest.mark.slow
 def test_regret_runs_report_the_best_noise_free_value(monkeypatch):
     tiny = suggest.Budget(
         [], 0, [suggest.SKETCH, suggest.GP], regret_trials=12, regret_seeds=[0]

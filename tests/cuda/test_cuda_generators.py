@@ -4,8 +4,8 @@ import pytest
 import torch
 from gpytorch.kernels import RBFKernel
 
-from botorch_sketch.sketching.dtc import DTCPosterior, DTCStatistics
-from botorch_sketch.sketching.features import RandomFourierFeatures
+from botorch_sketch.sketching.embedding import RandomFourierFeatures
+from botorch_sketch.sketching.posterior import DTCStatistics, WeightPosterior
 
 pytestmark = pytest.mark.skipif(
     not torch.cuda.is_available(), reason="CUDA is not available"
@@ -35,7 +35,7 @@ def test_matheron_update_draws_from_a_cuda_generator():
     stats = DTCStatistics.from_embedded(
         Z, torch.zeros(20, **tkwargs), r, torch.full((20,), 0.1, **tkwargs)
     )
-    posterior = DTCPosterior(stats)
+    posterior = WeightPosterior(stats)
     w0 = torch.randn(7, 5, **tkwargs)
     v = posterior.matheron_update(w0, generator=_generator(0))
     assert v.shape == (7, 5) and v.device.type == "cuda"

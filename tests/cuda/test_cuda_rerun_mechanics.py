@@ -11,6 +11,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 CUDA_MODULE = "tests/cuda/test_cuda_models.py"
 
@@ -72,6 +74,7 @@ def _key(item):
     return item["source"], item["function"], item["case"]
 
 
+@pytest.mark.slow
 def test_cuda_module_reruns_exactly_the_device_parametrised_model_tests(tmp_path):
     items = _collect(tmp_path, "tests/models", CUDA_MODULE)
     models = [i for i in items if i["dir"] == "models"]

@@ -15,7 +15,7 @@ from botorch.models.transforms.input import Normalize
 from botorch.sampling import SobolQMCNormalSampler
 
 from botorch_sketch.models.nystrom_gp import NystromGP
-from botorch_sketch.sketching.selection import GreedyVarianceSelector
+from botorch_sketch.sketching.rules import GreedyVarianceSelector
 
 ray = pytest.importorskip("ray")
 
@@ -76,7 +76,7 @@ def built(local_ray):
 def _single_process(model, X, Y, own_transforms=True):
     # The single-process model on all data, same inducing set and hyperparameters;
     # its transforms are learned on all data by itself (or the model's).
-    ref = NystromGP(X, Y, inducing=model._fixed_inducing, input_transform=Normalize(D))
+    ref = NystromGP(X, Y, inducing=model._inducing.fixed, input_transform=Normalize(D))
     state = model.state_dict()
     if own_transforms:
         state = {k: v for k, v in state.items() if "transform" not in k}
@@ -99,6 +99,7 @@ def _assert_same_posterior(a, b, tol=1e-10):
     )
 
 
+@pytest.mark.slow
 def test_sharded_posterior_equals_the_single_process_model(built):
     X, Y, _, model = built
     record = model.shard_record
@@ -124,7 +125,7 @@ def test_sharded_model_works_with_acquisition_conditioning_and_fantasies(built):
     Xn, Yn = _data(4, 8)
     cond, cond_ref = (m.condition_on_observations(Xn, Yn) for m in (model, ref))
     _assert_same_posterior(cond, cond_ref)
-    cond._cache = None  # rebuilt from the statistics plus the new rows
+    cond.clear_posterior_state()  # rebuilt from the statistics and the new rows
     _assert_same_posterior(cond, cond_ref)
     sampler = SobolQMCNormalSampler(torch.Size([3]), seed=0)
     fant = model.fantasize(Xn[:2], sampler)
@@ -247,6 +248,7 @@ def _changes_after_first_read(marker, rows):
     return _data(rows, 13)
 
 
+@pytest.mark.slow
 def test_a_shard_that_changes_between_passes_is_refused(local_ray, tmp_path):
     # Only the row count was compared: the model mixed one read's moments and
     # sample with another read's statistics.

@@ -52,6 +52,7 @@ ACQFS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(ACQFS))
 def test_optimize_acqf(name, fitted):
     model, X, Y, bounds = fitted

@@ -19,8 +19,8 @@ from botorch_sketch.models.gradient_subset_gp import (
     hyperparameter_gradients,
     scalar_residual_gradients,
 )
-from botorch_sketch.sketching.kernels import kernel_matrix
-from botorch_sketch.sketching.subset import GradientDiversitySubset
+from botorch_sketch.sketching.embedding import kernel_matrix
+from botorch_sketch.sketching.rules import GradientDiversitySubset
 
 
 def _data(tkwargs, n=120, seed=0):
@@ -332,7 +332,7 @@ def test_bad_settings_are_named(tkwargs):
     ):
         with pytest.raises(InputDataError, match=f"{name} must be an integer"):
             _model(X, Y, **kw)
-    with pytest.raises(InputDataError, match="subset_rule must be a SubsetRule"):
+    with pytest.raises(InputDataError, match="subset_rule must be a SelectionRule"):
         _model(X, Y, subset_rule="random")
 
     def nan_gradients(model, X, Y, noise):

@@ -14,7 +14,7 @@ from helpers import hartmann3, toy_data
 
 from botorch_sketch import FixedSelector, GradientSubsetGP, NystromGP
 from botorch_sketch.models import fit_gss_nystrom, nystrom_from_subset
-from botorch_sketch.sketching.subset import GradientDiversitySubset
+from botorch_sketch.sketching.rules import GradientDiversitySubset
 
 
 def _data(tkwargs, n=150, seed=0):

@@ -35,6 +35,7 @@ SCRIPT = textwrap.dedent(
 
 
 # Peak resident memory of a CPU process: on CUDA the tensors would not be in it.
+@pytest.mark.slow
 @pytest.mark.cpu_only
 def test_memory_stays_bounded_at_two_hundred_thousand_points():
     out = subprocess.run(

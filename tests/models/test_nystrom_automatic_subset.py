@@ -36,7 +36,7 @@ def _automatic(X, Y, limit=80, exact=40, **kwargs):
 def test_the_hyperparameter_rows_are_a_prefix_of_the_rule_rows(tkwargs):
     X, Y = _data(200, **tkwargs)
     model = _automatic(X, Y)
-    rule_rows, fit_rows = model._subset_rows(), model._hyperparameter_rows()
+    rule_rows, fit_rows = fitting.rule_rows(model), fitting.fit_rows(model)
     assert rule_rows.numel() == 80 and fit_rows.numel() == 40
     assert torch.equal(fit_rows, rule_rows[:40])
     assert rule_rows.unique().numel() == 80
@@ -45,12 +45,12 @@ def test_the_hyperparameter_rows_are_a_prefix_of_the_rule_rows(tkwargs):
     # start with the initial design); at or below exact_fit_size, every row.
     between = _automatic(X[:80], Y[:80])
     device = tkwargs["device"]
-    assert torch.equal(between._subset_rows(), torch.arange(80, device=device))
-    fit_rows = between._hyperparameter_rows()
+    assert torch.equal(fitting.rule_rows(between), torch.arange(80, device=device))
+    fit_rows = fitting.fit_rows(between)
     assert fit_rows.numel() == 40 and fit_rows.unique().numel() == 40
     assert not torch.equal(fit_rows.sort().values, torch.arange(40, device=device))
     small = _automatic(X[:40], Y[:40])
-    assert small._subset_rows().numel() == small._hyperparameter_rows().numel() == 40
+    assert fitting.rule_rows(small).numel() == fitting.fit_rows(small).numel() == 40
 
 
 def test_automatic_fit_equals_an_explicit_subset_of_exact_fit_size(tkwargs):
@@ -63,8 +63,8 @@ def test_automatic_fit_equals_an_explicit_subset_of_exact_fit_size(tkwargs):
         _fit(explicit)
     assert_same_hyperparameters(auto, explicit)
     # But the automatic rule chose among all 80 rule rows, not only those 40.
-    assert bool(torch.isin(auto.inducing_index, auto._subset_rows()).all())
-    assert not bool(torch.isin(auto.inducing_index, auto._subset_rows()[:40]).all())
+    assert bool(torch.isin(auto.inducing_index, fitting.rule_rows(auto)).all())
+    assert not bool(torch.isin(auto.inducing_index, fitting.rule_rows(auto)[:40]).all())
 
 
 def test_between_the_sizes_the_fit_uses_a_random_exact_fit_size(monkeypatch, tkwargs):
@@ -74,7 +74,7 @@ def test_between_the_sizes_the_fit_uses_a_random_exact_fit_size(monkeypatch, tkw
     # fit on the 40 hyperparameter rows, and the rule then sees all 60 points.
     X, Y = _data(60, **tkwargs)
     model = _automatic(X, Y)
-    rows = model._hyperparameter_rows()
+    rows = fitting.fit_rows(model)
     assert rows.numel() == 40
     # The rule saw every row, and its set (about 60% of them here) covers most:
     # the model is the exact GP, and says so.
@@ -83,7 +83,10 @@ def test_between_the_sizes_the_fit_uses_a_random_exact_fit_size(monkeypatch, tkw
     assert model.is_exact and model.inducing_index.numel() == 60
     explicit = NystromGP(X, Y, fit_subset_size=40)
     explicit.exact_fit_size = 40
-    explicit._subset_rows = lambda: rows  # the same 40 rows
+    original = fitting.rule_rows  # the same 40 rows for the explicit subset
+    monkeypatch.setattr(
+        fitting, "rule_rows", lambda m: rows if m is explicit else original(m)
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ExactRegimeWarning)
         _fit(explicit)
@@ -107,13 +110,14 @@ def test_the_subset_copies_the_instance_fitting_options(tkwargs):
     model = _automatic(X, Y)
     model.fit_rounds, model.titsias, model.exact_fraction = 1, False, 0.9
     model.initial_max_inducing = 17
-    subset = model._fitting_subset()
+    subset = fitting.fitting_subset(model, NystromGP)
     assert subset.train_X.shape[0] == 40
     for name in ("fit_rounds", "titsias", "exact_fraction", "exact_fit_size"):
         assert getattr(subset, name) == getattr(model, name)
     assert subset.initial_max_inducing == 17
 
 
+@pytest.mark.slow
 def test_automatic_fit_is_about_as_accurate_as_the_full_fit(tkwargs):
     X, Y = _data(600, seed=3, **tkwargs)
     Xt, Yt = _data(300, seed=99, **tkwargs)
@@ -133,7 +137,7 @@ def test_a_learnable_input_transform_fits_on_every_point(tkwargs):
     # subset's inputs carried the transform's graph).
     X, Y = _data(120, **tkwargs)
     model = _automatic(X, Y, input_transform=Warp(d=3, indices=[0, 1, 2]).to(X))
-    assert model._subset_rows().numel() == 120
+    assert fitting.rule_rows(model).numel() == 120
     before = model.input_transform.concentration0.detach().clone()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ExactRegimeWarning)
@@ -141,7 +145,7 @@ def test_a_learnable_input_transform_fits_on_every_point(tkwargs):
     assert not torch.equal(model.input_transform.concentration0.detach(), before)
     # A transform without learnable parameters keeps the automatic subset.
     fixed = _automatic(X, Y, input_transform=Normalize(d=3))
-    assert fixed._subset_rows().numel() == 80
+    assert fitting.rule_rows(fixed).numel() == 80
 
 
 def test_an_explicit_subset_with_a_learnable_input_transform_is_refused(tkwargs):
@@ -160,9 +164,9 @@ def test_an_explicit_subset_is_not_subsetted_again(tkwargs, monkeypatch):
     monkeypatch.setattr(NystromGP, "automatic_fit_subset_size", 50)
     X, Y = _data(200, **tkwargs)
     nested = NystromGP(X, Y, fit_subset_size=120)
-    subset = nested._fitting_subset()
+    subset = fitting.fitting_subset(nested, NystromGP)
     assert subset.train_X.shape[0] == 120
-    assert subset._subset_rows().numel() == 120
+    assert fitting.rule_rows(subset).numel() == 120
     plain = NystromGP(X, Y, fit_subset_size=120)
     plain.automatic_fit_subset_size = None
     with warnings.catch_warnings():

@@ -1,4 +1,4 @@
-"""NystromGP.condition_on_observations goes through the bandits' OnlineDTC."""
+"""NystromGP.condition_on_observations goes through the bandits' WeightPosterior."""
 
 import torch
 from botorch.models.transforms import Normalize
@@ -6,8 +6,8 @@ from gpytorch.means import ZeroMean
 from helpers import rbf_kernel, sine_sum, toy_data
 
 from botorch_sketch import NystromGP
-from botorch_sketch.sketching.incremental import IncrementalNystrom
-from botorch_sketch.sketching.online import OnlineDTC
+from botorch_sketch.sketching.online import IncrementalNystrom
+from botorch_sketch.sketching.posterior import WeightPosterior
 
 
 def _data(n, d=2, seed=0, **tkwargs):
@@ -35,7 +35,7 @@ def test_chained_one_point_conditioning_matches_the_model_on_all_data(tkwargs):
     for i in range(50, 250):
         model = model.condition_on_observations(X[i : i + 1], Y[i : i + 1])
     # The state after 200 Woodbury steps, not a refactorisation.
-    assert isinstance(model._posterior_state()[1], OnlineDTC)
+    assert isinstance(model.posterior_state()[1], WeightPosterior)
     Xt = torch.rand(30, 2, **tkwargs)
     p, q = model.posterior(Xt), full.posterior(Xt)
     torch.testing.assert_close(p.mean, q.mean, rtol=0, atol=1e-8)
@@ -58,7 +58,7 @@ def test_fantasies_are_batched_woodbury_steps_matching_refitted_models(tkwargs):
     fantasy = model.condition_on_observations(Xf, Yf)
     assert fantasy.batch_shape == (3, 4)
     # One m x m matrix and a 4 x 2 x m downdate, shared by the 3 fantasies.
-    state = fantasy._posterior_state()[1]
+    state = fantasy.posterior_state()[1]
     assert state._base.shape == (15, 15)
     assert state._downdate.shape == (4, 2, 15)
     Xt = torch.rand(4, 5, 2, **tkwargs)
@@ -151,6 +151,6 @@ def test_chained_conditioning_on_plain_data_keeps_no_graph(tkwargs):
     model = _model(X[:40], Y[:40], X[:20], **tkwargs)
     for i in range(40, 45):
         model = model.condition_on_observations(X[i : i + 1], Y[i : i + 1])
-    _, online = model._posterior_state()
+    _, online = model.posterior_state()
     assert not online.weights64.requires_grad
     assert not online.weight_covariance.requires_grad

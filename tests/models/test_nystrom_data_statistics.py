@@ -9,7 +9,7 @@ from gpytorch.mlls import ExactMarginalLogLikelihood
 from helpers import sine_sum, toy_data
 
 from botorch_sketch.models.nystrom_gp import NystromGP
-from botorch_sketch.sketching.selection import GreedyVarianceSelector
+from botorch_sketch.sketching.rules import GreedyVarianceSelector
 
 
 def _data(n, tkwargs, seed=0):
@@ -37,7 +37,8 @@ def test_statistics_of_held_out_data_give_the_full_posterior(tkwargs):
         full.condition_on_observations(Xn, Yn),
         sample.condition_on_observations(Xn, Yn),
     )
-    c._cache = d._cache = None
+    c.clear_posterior_state()
+    d.clear_posterior_state()
     assert torch.allclose(c.posterior(Xt).mean, d.posterior(Xt).mean, atol=1e-10)
     moved = sample.to(dtype=torch.double)
     assert torch.allclose(moved.posterior(Xt).mean, b.mean)
@@ -58,7 +59,7 @@ def test_statistics_freeze_the_hyperparameters(tkwargs):
     model.posterior(X[:2])
     with torch.no_grad():
         model.covar_module.lengthscale = 0.5
-    model._cache = None
+    model.clear_posterior_state()
     with pytest.raises(UnsupportedError, match="lengthscale"):
         model.posterior(X[:2])
     with pytest.raises(InputDataError, match="rows_included"):

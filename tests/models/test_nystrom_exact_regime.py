@@ -45,11 +45,11 @@ def test_small_data_fit_the_exact_likelihood_and_become_the_exact_gp(
 def test_exact_loss_equals_titsias_bound_with_every_input_inducing(tkwargs):
     X, Y = _data(30, **tkwargs)
     model = NystromGP(X, Y)
-    model._use_every_input()
+    model._inducing.use_every_input(model.transformed_train_X)
     model.train()
     exact = model.compute_custom_loss()
     # The same loss through the DTC algebra (the regime flag off).
-    model._every_input_inducing = False
+    model._inducing.every_input = False
     dtc = model.compute_custom_loss()
     torch.testing.assert_close(exact, dtc, rtol=1e-8, atol=1e-10)
 

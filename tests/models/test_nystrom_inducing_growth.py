@@ -4,7 +4,7 @@ from botorch.exceptions.errors import InputDataError, UnsupportedError
 from helpers import toy_data
 
 from botorch_sketch import NystromGP
-from botorch_sketch.sketching.selection import RidgeLeverageSampler
+from botorch_sketch.sketching.rules import RidgeLeverageSampler
 
 
 def _data(n=30, d=2, **tkwargs):

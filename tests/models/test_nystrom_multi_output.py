@@ -62,7 +62,7 @@ def _pair(train_Yvar=None, **tkwargs):
     kw = {"train_Yvar": train_Yvar}
     ref = SingleTaskGP(X, Y, input_transform=Normalize(3), **kw)
     fit_gpytorch_mll(ExactMarginalLogLikelihood(ref.likelihood, ref))
-    model = NystromGP(
+    model = MultiOutputNystromGP(
         X,
         Y,
         inducing=FixedSelector(torch.arange(len(X))),
@@ -75,8 +75,11 @@ def _pair(train_Yvar=None, **tkwargs):
 
 def test_n_by_t_data_build_a_multi_output_model(tkwargs):
     X, Y = _data(t=3, **tkwargs)
-    model = NystromGP(X, Y)
-    assert isinstance(model, MultiOutputNystromGP) and isinstance(model, NystromGP)
+    # NystromGP models one outcome, and names the model of several.
+    with pytest.raises(UnsupportedError, match="MultiOutputNystromGP"):
+        NystromGP(X, Y)
+    model = MultiOutputNystromGP(X, Y)
+    assert not isinstance(model, NystromGP)
     assert model.num_outputs == 3 and len(model.outcome_models) == 3
     assert all(
         type(m) is NystromGP and m.num_outputs == 1 for m in model.outcome_models
@@ -88,7 +91,7 @@ def test_n_by_t_data_build_a_multi_output_model(tkwargs):
     # Each outcome owns its modules: fitting one moves no other.
     kernels = {id(m.covar_module) for m in model.outcome_models}
     assert len(kernels) == 3
-    # One outcome still builds the single-output model.
+    # One outcome builds the single-output model.
     assert type(NystromGP(X, Y[:, :1])) is NystromGP
 
 
@@ -115,7 +118,7 @@ def test_each_outcome_equals_single_task_gp_with_every_point_inducing(
 
 def test_outcome_j_equals_single_output_model_on_column_j(tkwargs):
     X, Y = _data(n=80, **tkwargs)
-    model = NystromGP(X, Y, inducing=GreedyVarianceSelector(25))
+    model = MultiOutputNystromGP(X, Y, inducing=GreedyVarianceSelector(25))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ExactRegimeWarning)
         fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))
@@ -142,7 +145,7 @@ def test_outcome_j_equals_single_output_model_on_column_j(tkwargs):
 
 def test_fit_equals_fitting_each_column_alone(tkwargs):
     X, Y = _data(n=50, **tkwargs)
-    model = NystromGP(X, Y, inducing=GreedyVarianceSelector(20))
+    model = MultiOutputNystromGP(X, Y, inducing=GreedyVarianceSelector(20))
     singles = [
         NystromGP(X, Y[:, j : j + 1], inducing=GreedyVarianceSelector(20))
         for j in range(2)
@@ -197,7 +200,7 @@ def test_posterior_options(tkwargs):
 
 def test_subset_output(tkwargs):
     X, Y = _data(t=3, **tkwargs)
-    model = NystromGP(X, Y, inducing=GreedyVarianceSelector(15))
+    model = MultiOutputNystromGP(X, Y, inducing=GreedyVarianceSelector(15))
     Xt = 2 + 3 * torch.rand(5, 3, **tkwargs)
     full = model.posterior(Xt)
     one = model.subset_output([2])
@@ -215,7 +218,7 @@ def test_subset_output(tkwargs):
 
 def test_condition_on_observations_equals_single_output_conditioning(tkwargs):
     X, Y = _data(n=60, **tkwargs)
-    model = NystromGP(X[:45], Y[:45], inducing=GreedyVarianceSelector(20))
+    model = MultiOutputNystromGP(X[:45], Y[:45], inducing=GreedyVarianceSelector(20))
     cond = model.condition_on_observations(X[45:], Y[45:])
     assert isinstance(cond, MultiOutputNystromGP) and cond.train_X.shape[0] == 60
     torch.testing.assert_close(cond.train_Y, Y)
@@ -239,7 +242,9 @@ def test_condition_on_observations_equals_single_output_conditioning(tkwargs):
 def test_fantasize(fixed_noise, tkwargs):
     X, Y = _data(**tkwargs)
     Yvar = torch.full_like(Y, 0.01) if fixed_noise else None
-    model = NystromGP(X, Y, train_Yvar=Yvar, inducing=GreedyVarianceSelector(15))
+    model = MultiOutputNystromGP(
+        X, Y, train_Yvar=Yvar, inducing=GreedyVarianceSelector(15)
+    )
     sampler = SobolQMCNormalSampler(torch.Size([4]), seed=0)
     fantasy = model.fantasize(2 + 3 * torch.rand(3, 2, 3, **tkwargs), sampler)
     assert fantasy.batch_shape == (4, 3)
@@ -256,11 +261,11 @@ def test_fantasize(fixed_noise, tkwargs):
 
 def test_state_dict_loads_into_a_model_on_fewer_points(tkwargs):
     X, Y = _data(n=60, **tkwargs)
-    full = NystromGP(X, Y)
+    full = MultiOutputNystromGP(X, Y)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ExactRegimeWarning)
         fit_gpytorch_mll(ExactMarginalLogLikelihood(full.likelihood, full))
-    fold = NystromGP(X[:45], Y[:45])
+    fold = MultiOutputNystromGP(X[:45], Y[:45])
     fold.load_state_dict(full.state_dict())
     for a, b in zip(fold.outcome_models, full.outcome_models, strict=True):
         torch.testing.assert_close(
@@ -281,7 +286,7 @@ def test_qlognehvi_step_on_branin_currin(tkwargs):
     X = torch.rand(24, 2, generator=g, dtype=torch.double).to(bounds)
     X = bounds[0] + (bounds[1] - bounds[0]) * X
     Y = problem(X)
-    model = NystromGP(X, Y, input_transform=Normalize(2, bounds=bounds))
+    model = MultiOutputNystromGP(X, Y, input_transform=Normalize(2, bounds=bounds))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ExactRegimeWarning)
         fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))
@@ -323,21 +328,20 @@ def test_qlognehvi_step_on_branin_currin(tkwargs):
 def test_bad_training_data_gets_a_clear_error(make, error, match, tkwargs):
     X, Y = make(*_data(**tkwargs))
     with pytest.raises(error, match=match):
-        NystromGP(X, Y)
+        MultiOutputNystromGP(X, Y)
 
 
 def test_single_output_features_raise(tkwargs):
     X, Y = _data(**tkwargs)
     with pytest.raises(BotorchTensorDimensionError, match="train_Yvar"):
-        NystromGP(X, Y, train_Yvar=torch.full_like(Y[:, :1], 0.1))
-    model = NystromGP(X, Y)
+        MultiOutputNystromGP(X, Y, train_Yvar=torch.full_like(Y[:, :1], 0.1))
+    model = MultiOutputNystromGP(X, Y)
+    # A container: the outcomes' models hold the inducing sets and statistics.
     for name in ("inducing_index", "inducing_points", "inducing_rule"):
-        with pytest.raises(UnsupportedError, match="one inducing set per outcome"):
-            getattr(model, name)
-    with pytest.raises(UnsupportedError, match="subset_output"):
-        model.observation_statistics(X, Y[:, :1])
-    with pytest.raises(UnsupportedError, match="subset_output"):
-        model.set_data_statistics(None)
+        assert not hasattr(model, name)
+        assert getattr(model.outcome_models[0], name) is not None
+    for name in ("observation_statistics", "set_data_statistics"):
+        assert not hasattr(model, name)
     with pytest.raises(UnsupportedError, match="subset_output"):
         draw_matheron_paths(model, sample_shape=torch.Size([2]))
     # ...which the outcomes' own models support.
@@ -350,13 +354,13 @@ def test_construct_inputs_and_dataset(tkwargs):
     dataset = SupervisedDataset(
         X, Y, feature_names=["a", "b", "c"], outcome_names=["y0", "y1"]
     )
-    model = NystromGP(**NystromGP.construct_inputs(dataset))
+    model = MultiOutputNystromGP(**MultiOutputNystromGP.construct_inputs(dataset))
     assert model.num_outputs == 2
 
 
 def test_moves_with_to(tkwargs):
     X, Y = _data(**tkwargs)
-    model = NystromGP(X.float(), Y.float())
+    model = MultiOutputNystromGP(X.float(), Y.float())
     model.to(**tkwargs)
     assert model.train_X.dtype == tkwargs["dtype"]
     assert all(m.train_X.dtype == tkwargs["dtype"] for m in model.outcome_models)
@@ -378,7 +382,7 @@ def test_moves_with_to(tkwargs):
 )
 def test_output_indices_must_be_integers_of_the_outputs(indices, error, match, tkwargs):
     X, Y = _data(**tkwargs)
-    model = NystromGP(X, Y, inducing=GreedyVarianceSelector(10))
+    model = MultiOutputNystromGP(X, Y, inducing=GreedyVarianceSelector(10))
     Xt = X[:3]
     with pytest.raises(error, match=match):
         model.posterior(Xt, output_indices=indices)

@@ -7,8 +7,8 @@ from botorch.posteriors.gpytorch import GPyTorchPosterior
 from gpytorch.kernels import RBFKernel
 
 from botorch_sketch.models.sgd_linear import SGDLinearModel
-from botorch_sketch.sketching.features import RandomFourierFeatures
-from botorch_sketch.sketching.sgd import Constant
+from botorch_sketch.sketching.embedding import RandomFourierFeatures
+from botorch_sketch.sketching.linear import Constant
 
 
 def _linear_data(n, d, seed, dtype=torch.double, device=None):

@@ -5,237 +5,301 @@ The model keeps the raw data as plain attributes (``train_X``, ``train_Y``,
 ``train_Yvar``), not buffers, so that a state dict carries no data-sized tensor
 and loads into a model on other data (Ax's cross-validation does that). What the
 kernel and the likelihood see is derived from them on use: the inputs through
-:attr:`~TrainingDataMixin.transformed_train_X`, the one place the input
-transform is applied to training data (never cached, so a learned transform such
-as ``Warp`` is seen as it is during a fit), and the targets
-(``train_targets``) through the outcome transform, re-derived whenever the data
-or the transform change. Test inputs go through BoTorch's ``transform_inputs``
-in ``posterior`` and ``condition_on_observations``, as in ``SingleTaskGP``.
+:func:`transform_like_training`, the one place the input transform is applied
+to training data (never cached, so a learned transform such as ``Warp`` is seen
+as it is during a fit), and the targets through the outcome transform
+(:func:`transformed_targets`), re-derived whenever the data or the transform
+change. Test inputs go through BoTorch's ``transform_inputs``, as in
+``SingleTaskGP``.
 
-This mixin also grows the data (``condition_on_observations``), copies a model
-without copying them (``fantasize``), moves them with ``Module.to`` and re-derives
-the targets from a loaded state dict. ``MultiOutputNystromGP`` shares these steps.
+These functions are shared by ``NystromGP`` and ``MultiOutputNystromGP``: the
+constructor's checks, transforms and default modules, growing, copying (without
+the data) and moving the data, and ``construct_inputs``.
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import torch
-from botorch.exceptions.errors import InputDataError
+from botorch.exceptions.errors import InputDataError, UnsupportedError
+from botorch.models.gpytorch import GPyTorchModel
 from botorch.models.transforms.input import InputTransform
 from botorch.models.transforms.outcome import OutcomeTransform, Standardize
+from botorch.models.utils.gpytorch_modules import (
+    get_covar_module_with_dim_scaled_prior,
+    get_gaussian_likelihood_with_lognormal_prior,
+)
+from botorch.utils.datasets import SupervisedDataset
 from botorch.utils.types import DEFAULT, _DefaultType
+from gpytorch.kernels import Kernel
+from gpytorch.likelihoods import FixedNoiseGaussianLikelihood
+from gpytorch.likelihoods.likelihood import Likelihood
+from gpytorch.means import ConstantMean, Mean
 from torch import Tensor
 
-from botorch_sketch.models.validation import floor_fixed_noise
+from botorch_sketch.models.validation import (
+    check_gaussian_likelihood,
+    check_unbatched_kernel,
+    inputs_from_dataset,
+)
 
-_DATA_ATTRIBUTES = ("train_X", "train_Y", "train_Yvar", "train_targets")
+#: The data attributes: a copy for ``fantasize`` shares them, ``Module.to`` moves them.
+DATA_ATTRIBUTES = ("train_X", "train_Y", "train_Yvar", "train_targets")
 
 
-class TrainingDataMixin:
-    r"""Raw training data, their transformed views, and moving and growing them."""
+def check_one_outcome(model_name: str, train_Y: Any) -> None:
+    r"""Refuse ``n x t`` observations (``t > 1``), naming the model of several.
 
-    #: The tensors ``Module.to`` moves besides parameters and buffers: the data,
-    #: and the inducing set's, which lie in the data's space or index its rows.
-    _tensor_attributes: tuple[str, ...] = (
-        *_DATA_ATTRIBUTES,
-        "_fixed_inducing",
-        "_inducing_index",
-    )
+    Args:
+        model_name: The class name, for the message.
+        train_Y: The constructor's ``train_Y``.
+    """
+    if isinstance(train_Y, Tensor) and train_Y.dim() == 2 and train_Y.shape[1] > 1:
+        raise UnsupportedError(
+            f"{model_name} models one outcome; train_Y has {train_Y.shape[1]} "
+            "columns. For independent outcomes build MultiOutputNystromGP(train_X, "
+            "train_Y, ...) from botorch_sketch.models, one NystromGP per outcome."
+        )
 
-    def _transform_training_data(
-        self,
-        train_X: Tensor,
-        train_Y: Tensor,
-        train_Yvar: Tensor | None,
-        outcome_transform: OutcomeTransform | _DefaultType | None,
-        input_transform: InputTransform | None,
-    ) -> tuple[Tensor, OutcomeTransform | None, Tensor, Tensor | None]:
-        r"""Validate the constructor's data and fit the outcome transform on them.
 
-        As ``SingleTaskGP``'s constructor: the inputs are transformed without
-        gradients, the tensors checked, the default ``Standardize`` built and the
-        outcome transform fitted on the data (then set to eval mode).
+def fit_training_transforms(
+    train_X: Tensor,
+    train_Y: Tensor,
+    train_Yvar: Tensor | None,
+    outcome_transform: OutcomeTransform | _DefaultType | None,
+    input_transform: InputTransform | None,
+) -> tuple[Tensor, OutcomeTransform | None, Tensor, Tensor | None]:
+    r"""Validate the constructor's data and fit the transforms on them.
 
-        Args:
-            train_X: A ``n x d`` tensor of training inputs.
-            train_Y: A ``n x t`` tensor of training observations.
-            train_Yvar: None or a ``n x t`` tensor of noise variances.
-            outcome_transform: The constructor argument (``DEFAULT`` for
-                ``Standardize(m=t)``).
-            input_transform: The constructor argument.
+    As ``SingleTaskGP``'s constructor: the inputs are transformed without
+    gradients (a learning input transform learns here), the tensors checked,
+    the default ``Standardize`` built and the outcome transform fitted on the
+    data (then set to eval mode).
 
-        Returns:
-            The transformed inputs, the outcome transform (None for none), and the
-            transformed observations and noise variances.
-        """
-        with torch.no_grad():
-            transformed_X = self.transform_inputs(
-                X=train_X, input_transform=input_transform
-            )
-        self._validate_tensor_args(X=transformed_X, Y=train_Y, Yvar=train_Yvar)
-        if outcome_transform == DEFAULT:
-            outcome_transform = Standardize(m=train_Y.shape[-1])
-        Y_tf, Yvar_tf = train_Y, train_Yvar
-        if outcome_transform is not None:
-            outcome_transform.train()
-            Y_tf, Yvar_tf = outcome_transform(train_Y, train_Yvar, X=transformed_X)
-            outcome_transform.eval()
-            # The raw data were checked; a transform can still make NaN or
-            # infinity (``Log`` of Y <= 0), which gave all-NaN posteriors.
-            for name, value in (("train_Y", Y_tf), ("train_Yvar", Yvar_tf)):
-                if value is not None and not bool(torch.isfinite(value).all()):
-                    raise InputDataError(
-                        f"The outcome transform {type(outcome_transform).__name__} "
-                        f"made NaN or infinite values of {name} (e.g. Log of a "
-                        "non-positive Y); check the data against the transform."
-                    )
-        return transformed_X, outcome_transform, Y_tf, Yvar_tf
+    Args:
+        train_X: A ``n x d`` tensor of training inputs.
+        train_Y: A ``n x t`` tensor of training observations.
+        train_Yvar: None or a ``n x t`` tensor of noise variances.
+        outcome_transform: The constructor argument (``DEFAULT`` for
+            ``Standardize(m=t)``).
+        input_transform: The constructor argument.
 
-    def _keep_training_data(
-        self,
-        train_X: Tensor,
-        train_Y: Tensor,
-        train_Yvar: Tensor | None,
-        outcome_transform: OutcomeTransform | None,
-        input_transform: InputTransform | None,
-    ) -> None:
-        # The transforms as modules, the raw data as plain attributes (not
-        # buffers: see the module docstring).
-        if outcome_transform is not None:
-            self.outcome_transform = outcome_transform
+    Returns:
+        The transformed inputs, the outcome transform (None for none), and the
+        transformed observations and noise variances.
+    """
+    with torch.no_grad():
+        transformed_X = train_X
         if input_transform is not None:
-            self.input_transform = input_transform
-        self.train_X = train_X
-        self.train_Y = train_Y
-        self.train_Yvar = train_Yvar
+            # What BoTorch's ``Model.transform_inputs`` does with a transform.
+            input_transform.to(train_X)
+            transformed_X = input_transform(train_X)
+    GPyTorchModel._validate_tensor_args(X=transformed_X, Y=train_Y, Yvar=train_Yvar)
+    if outcome_transform == DEFAULT:
+        outcome_transform = Standardize(m=train_Y.shape[-1])
+    Y_tf, Yvar_tf = train_Y, train_Yvar
+    if outcome_transform is not None:
+        outcome_transform.train()
+        Y_tf, Yvar_tf = outcome_transform(train_Y, train_Yvar, X=transformed_X)
+        outcome_transform.eval()
+        # The raw data were checked; a transform can still make NaN or
+        # infinity (``Log`` of Y <= 0), which gave all-NaN posteriors.
+        for name, value in (("train_Y", Y_tf), ("train_Yvar", Yvar_tf)):
+            if value is not None and not bool(torch.isfinite(value).all()):
+                raise InputDataError(
+                    f"The outcome transform {type(outcome_transform).__name__} "
+                    f"made NaN or infinite values of {name} (e.g. Log of a "
+                    "non-positive Y); check the data against the transform."
+                )
+    return transformed_X, outcome_transform, Y_tf, Yvar_tf
 
-    def _transform_like_training(self, X: Tensor) -> Tensor:
-        # The input transform as it acts on training data (``preprocess_transform``:
-        # e.g. no perturbation), for the training inputs and for inputs in their
-        # space (fixed inducing inputs, observations summarised elsewhere).
-        if hasattr(self, "input_transform"):
-            return self.input_transform.preprocess_transform(X)
-        return X
 
-    @property
-    def transformed_train_X(self) -> Tensor:
-        r"""The ``n x d`` training inputs as the kernel sees them."""
-        return self._transform_like_training(self.train_X)
+def transform_like_training(
+    input_transform: InputTransform | None, X: Tensor
+) -> Tensor:
+    r"""Inputs through the input transform as it acts on training data.
 
-    @property
-    def train_inputs(self) -> tuple[Tensor]:
-        r"""The input-transformed training inputs, as ``ExactGP`` exposes them."""
-        return (self.transformed_train_X,)
+    ``preprocess_transform`` (e.g. no perturbation), for the training inputs
+    and for inputs in their space (fixed inducing inputs, observations
+    summarised elsewhere).
 
-    def train_noise(self) -> Tensor:
-        r"""The ``n`` per-observation noise variances, in outcome-transformed units."""
-        return self._train_noise()
+    Args:
+        input_transform: The model's input transform, or None.
+        X: A ``n x d`` tensor in the space of ``train_X``.
 
-    def _train_noise(self) -> Tensor:
-        n = self.train_X.shape[0]
-        return self.likelihood.noise.expand(n)
+    Returns:
+        The transformed inputs.
+    """
+    if input_transform is not None:
+        return input_transform.preprocess_transform(X)
+    return X
 
-    def _transformed_targets(self) -> tuple[Tensor, Tensor | None]:
-        # ``train_Y`` and ``train_Yvar`` through the (eval-mode) outcome transform.
-        Y, Yvar = self.train_Y, self.train_Yvar
-        if hasattr(self, "outcome_transform"):
-            self.outcome_transform.eval()
-            with torch.no_grad():
-                Y, Yvar = self.outcome_transform(Y, Yvar, X=self.transformed_train_X)
-        return Y, Yvar
 
-    def _retransform_targets(self) -> None:
-        # The model keeps raw data and the outcome transform's image of it, so a
-        # loaded state_dict (with other transform statistics) stays consistent.
-        Y, Yvar = self._transformed_targets()
-        self.train_targets = Y.squeeze(-1)
-        if Yvar is not None:
-            self.likelihood.noise = floor_fixed_noise(Yvar.squeeze(-1))
+def transformed_targets(
+    train_Y: Tensor,
+    train_Yvar: Tensor | None,
+    outcome_transform: OutcomeTransform | None,
+    transformed_X: Tensor,
+) -> tuple[Tensor, Tensor | None]:
+    r"""``train_Y`` and ``train_Yvar`` through the (eval-mode) outcome transform.
 
-    def _append_raw_data(self, X: Tensor, Y: Tensor, Yvar_tf: Tensor | None) -> None:
-        # The data keep raw noise variances; ``Yvar_tf`` is outcome-transformed
-        # (and read only if the data have noise variances).
-        if self.train_Yvar is not None:
-            Yvar = Yvar_tf
-            if hasattr(self, "outcome_transform"):
-                _, Yvar = self.outcome_transform.untransform(torch.zeros_like(Y), Yvar)
-            self.train_Yvar = torch.cat([self.train_Yvar, Yvar], dim=-2)
-        self.train_X = torch.cat([self.train_X, X], dim=-2)
-        self.train_Y = torch.cat([self.train_Y, Y], dim=-2)
+    Args:
+        train_Y: The raw ``n x t`` observations.
+        train_Yvar: The raw ``n x t`` noise variances, or None.
+        outcome_transform: The model's outcome transform, or None.
+        transformed_X: The transformed training inputs (stratified transforms
+            read them).
 
-    def _append_data(self, X: Tensor, Y: Tensor, noise_tf: Tensor) -> None:
-        self._append_raw_data(X, Y, noise_tf.unsqueeze(-1))
-        # The new inputs are not inducing: the posterior is a sketch again.
-        self._every_input_inducing = False
-        self._retransform_targets()
+    Returns:
+        The transformed observations and noise variances.
+    """
+    if outcome_transform is None:
+        return train_Y, train_Yvar
+    outcome_transform.eval()
+    with torch.no_grad():
+        return outcome_transform(train_Y, train_Yvar, X=transformed_X)
 
-    def _copy_sharing(self, shared: Iterable[Any]) -> Any:
-        # Deep-copy the modules but not ``shared`` (the n-sized data: fantasize
-        # runs often).
-        return copy.deepcopy(self, {id(t): t for t in shared if t is not None})
 
-    def _copy_sharing_data(self) -> Any:
-        cache, self._cache = self._cache, None
-        try:
-            return self._copy_sharing(getattr(self, name) for name in _DATA_ATTRIBUTES)
-        finally:
-            self._cache = cache
+def appended_data(
+    data: tuple[Tensor, Tensor, Tensor | None],
+    X: Tensor,
+    Y: Tensor,
+    Yvar_tf: Tensor | None,
+    outcome_transform: OutcomeTransform | None,
+) -> tuple[Tensor, Tensor, Tensor | None]:
+    r"""The raw data ``(train_X, train_Y, train_Yvar)`` with new rows appended.
 
-    def _set_transformed_inputs(self) -> None:
-        # Inputs are transformed on use; nothing to swap on eval().
-        pass
+    Args:
+        data: The raw training data.
+        X: A ``n' x d`` tensor of new inputs.
+        Y: A ``n' x t`` tensor of new raw observations.
+        Yvar_tf: Their ``n' x t`` outcome-transformed noise variances (read only
+            if the data have noise variances, which are kept raw).
+        outcome_transform: The model's outcome transform, or None.
 
-    def _revert_to_original_inputs(self) -> None:
-        pass
+    Returns:
+        The grown raw data.
+    """
+    train_X, train_Y, train_Yvar = data
+    if train_Yvar is not None:
+        Yvar = Yvar_tf
+        if outcome_transform is not None:
+            _, Yvar = outcome_transform.untransform(torch.zeros_like(Y), Yvar)
+        train_Yvar = torch.cat([train_Yvar, Yvar], dim=-2)
+    train_X = torch.cat([train_X, X], dim=-2)
+    train_Y = torch.cat([train_Y, Y], dim=-2)
+    return train_X, train_Y, train_Yvar
 
-    def _apply(self, fn: Callable[[Tensor], Tensor], *args: Any, **kwargs: Any):
-        super()._apply(fn, *args, **kwargs)
-        # BoTorch's acquisition functions call ``self.to(X)`` on every evaluation;
-        # the posterior cache (O(n m^2) to rebuild) is dropped only if that moved
-        # or cast something (``Tensor.to`` returns the same tensor otherwise).
-        moved = False
-        for name in self._tensor_attributes:
-            value = getattr(self, name, None)
-            if value is not None:
-                converted = fn(value)
-                moved = moved or converted is not value
-                setattr(self, name, converted)
-        if moved:
-            self._cache = None
-        return self
 
-    def load_state_dict(
-        self,
-        state_dict: Mapping[str, Any],
-        strict: bool = True,
-        keep_transforms: bool = True,
-        assign: bool = False,
-    ) -> None:
-        r"""Load hyperparameters and transforms, then re-derive what depends on them.
+def copy_sharing(
+    module: Any, shared: Iterable[Any], dropped: Iterable[Any] = ()
+) -> Any:
+    r"""A deep copy of ``module`` that shares some objects and drops others.
 
-        The state holds no data, so a state fitted on all data loads into a model
-        built on a subset (as Ax's cross-validation does). The targets are
-        re-transformed with the loaded outcome transform and the inducing rule is
-        re-run at the loaded hyperparameters (every outcome's, for several).
+    ``fantasize`` copies a model often: its ``n``-sized data (and whatever else
+    the caller replaces) are not worth copying.
 
-        Args:
-            state_dict: The state, e.g. from ``other_model.state_dict()``.
-            strict: Whether the keys must match exactly.
-            keep_transforms: Accepted for compatibility with ``GPyTorchModel``;
-                the targets always follow the loaded transforms.
-            assign: Passed to ``torch.nn.Module.load_state_dict``.
-        """
-        torch.nn.Module.load_state_dict(self, state_dict, strict=strict, assign=assign)
-        if hasattr(self, "input_transform"):
-            self.input_transform.eval()
-        self._follow_loaded_state()
+    Args:
+        module: The model.
+        shared: Objects the copy refers to as they are; a None entry is skipped.
+        dropped: Objects the copy holds None in place of (caches).
 
-    def _follow_loaded_state(self) -> None:
-        self._retransform_targets()
-        if self._rule is not None and self._rule.depends_on_hyperparameters:
-            self.select_inducing_points()
-        self._cache = None
+    Returns:
+        The copy.
+    """
+    memo: dict[int, Any] = {id(t): None for t in dropped if t is not None}
+    memo.update({id(t): t for t in shared if t is not None})
+    return copy.deepcopy(module, memo)
+
+
+def default_modules(
+    model_name: str,
+    likelihood: Likelihood | None,
+    mean_module: Mean | None,
+    covar_module: Kernel | None,
+    train_Yvar: Tensor | None,
+    dim: int,
+) -> tuple[Likelihood, Mean, Kernel]:
+    r"""The constructor's modules, defaulted as in ``SingleTaskGP`` and checked.
+
+    Args:
+        model_name: The class name, for messages.
+        likelihood: A Gaussian likelihood, or None: BoTorch's with a log-normal
+            noise prior, or a ``FixedNoiseGaussianLikelihood`` of ``train_Yvar``.
+        mean_module: A mean, or None for ``ConstantMean()``.
+        covar_module: An unbatched kernel, or None for BoTorch's RBF kernel with
+            a dimension-scaled lengthscale prior.
+        train_Yvar: The ``n x 1`` observed noise variances, or None.
+        dim: The input dimension (after the input transform).
+
+    Returns:
+        The likelihood, the mean and the kernel.
+    """
+    if likelihood is None and train_Yvar is None:
+        likelihood = get_gaussian_likelihood_with_lognormal_prior()
+    elif likelihood is None:
+        likelihood = FixedNoiseGaussianLikelihood(noise=train_Yvar.squeeze(-1).clone())
+    check_gaussian_likelihood(model_name, likelihood, train_Yvar)
+    mean_module = ConstantMean() if mean_module is None else mean_module
+    if covar_module is None:
+        covar_module = get_covar_module_with_dim_scaled_prior(ard_num_dims=dim)
+    check_unbatched_kernel(model_name, covar_module)
+    return likelihood, mean_module, covar_module
+
+
+def apply_to_data(
+    model: Any,
+    fn: Callable[[Tensor], Tensor],
+    names: Iterable[str] = DATA_ATTRIBUTES,
+) -> bool:
+    r"""Apply ``fn`` to a model's data attributes (``Module.to``); whether any moved.
+
+    ``Tensor.to`` returns the same tensor when it neither moves nor casts, which
+    BoTorch's acquisition functions rely on: they call ``model.to(X)`` on every
+    evaluation, and the posterior state is dropped only if that changed something.
+
+    Args:
+        model: The model.
+        fn: The function ``Module._apply`` applies.
+        names: The attributes.
+
+    Returns:
+        Whether any attribute changed.
+    """
+    moved = False
+    for name in names:
+        value = getattr(model, name, None)
+        if value is not None:
+            converted = fn(value)
+            moved = moved or converted is not value
+            setattr(model, name, converted)
+    return moved
+
+
+def construct_inputs(
+    cls: type,
+    training_data: SupervisedDataset,
+    inducing: Any = None,
+    **kwargs: Any,
+) -> dict[str, Any]:
+    r"""Constructor arguments from a dataset (the hook Ax calls).
+
+    ``construct_inputs`` of ``NystromGP`` and ``MultiOutputNystromGP``.
+
+    Args:
+        cls: The model class.
+        training_data: A ``SupervisedDataset``.
+        inducing: The ``inducing`` constructor argument.
+        kwargs: Other options Ax passes (``categorical_features`` and the like);
+            empty ones are ignored, others are not supported.
+
+    Returns:
+        A dict of keyword arguments for the model's constructor.
+    """
+    inputs = inputs_from_dataset(cls.__name__, training_data, kwargs)
+    if inducing is not None:
+        inputs["inducing"] = inducing
+    return inputs

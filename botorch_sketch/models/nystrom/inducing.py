@@ -2,245 +2,312 @@
 r"""The inducing set of a ``NystromGP``: a rule's choice among the training inputs.
 
 The set is either fixed ``m x d`` inputs given to the constructor, or rows of the
-training data chosen by a rule (:mod:`botorch_sketch.sketching.selection`; by
+training data chosen by a rule (:mod:`botorch_sketch.sketching.rules`; by
 default BKB's ridge-leverage resampling), which sees the distinct inputs of the
-fitting subset, their multiplicities and their noise. The rule's first choice
-waits until a posterior or a fit needs a set (:attr:`InducingSetMixin.inducing_index`),
-and ``fit_gpytorch_mll`` re-runs it between fitting rounds
-(:mod:`botorch_sketch.models.nystrom.fitting`).
+fitting subset, their multiplicities and their noise (:func:`choose_rows`).
+:class:`InducingSet` keeps the set and how it was chosen. The model makes the
+rule's first choice when a posterior or a fit first needs a set, and
+``fit_gpytorch_mll`` re-runs it between fitting rounds.
 
-With every distinct training input inducing, the DTC posterior is the exact GP's:
-:attr:`InducingSetMixin.is_exact` records that regime, which the fit enters when
-the rule's set would cover most of the inputs anyway. Every change of the set
-drops the cached posterior state (:mod:`botorch_sketch.models.nystrom.state`).
-A rule without a generator of its own draws from the model's, never from
-torch's global one (see ``InducingSetMixin._drawing_rule``).
+With every distinct training input inducing (:func:`every_input_rows`), the DTC
+posterior is the exact GP's; the fit enters that regime when the rule's set
+would cover most of the inputs anyway (:meth:`InducingSet.covers_most`). A rule
+without a generator of its own draws from one seeded by the model
+(:func:`drawing_rule`), never from torch's global one.
 """
 
 from __future__ import annotations
 
 import copy
 import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import torch
-from botorch.exceptions.errors import InputDataError, UnsupportedError
+from botorch.exceptions.errors import InputDataError
+from gpytorch.kernels import Kernel
 from torch import Tensor
 
 from botorch_sketch.models.validation import check_inducing_not_empty
-from botorch_sketch.sketching.rule import Candidates
-from botorch_sketch.sketching.selection import (
+from botorch_sketch.sketching.rules import (
+    Candidates,
     FixedSelector,
-    InducingSelector,
     RidgeLeverageSampler,
+    SelectionRule,
     distinct_rows,
 )
 
 
-class InducingSetMixin:
-    r"""The inducing set: fixed inputs, or training rows chosen by a rule."""
+@dataclass(eq=False)
+class InducingSet:
+    r"""A model's inducing set and how it is chosen.
 
-    def _init_inducing(self, inducing: InducingSelector | Tensor | None) -> None:
-        # The constructor's ``inducing`` argument (after the data are set).
-        self._fixed_inducing: Tensor | None = None
-        self._rule: InducingSelector | None = None
-        if isinstance(inducing, Tensor):
-            self._fixed_inducing = self._check_fixed_inducing(inducing, self.train_X)
-        elif inducing is None or isinstance(inducing, InducingSelector):
-            self._rule = RidgeLeverageSampler() if inducing is None else inducing
-        else:
-            raise InputDataError(
-                "inducing must be an InducingSelector, a tensor of inducing inputs, "
-                f"or None; got {type(inducing).__name__}."
-            )
-        self._inducing_index: Tensor | None = None
-        # The first choice waits until a posterior or a fit needs a set: a fit of
-        # at most ``exact_fit_size`` points never does (it fits the exact
-        # likelihood, then chooses once), and at n = 600 that first choice at
-        # the default hyperparameters cost a tenth of the fit.
-        self._initial_selection_pending = False
-        # Whether ``inducing_index`` holds every distinct training input (set by
-        # the rule's choice): the DTC posterior is then the exact GP's.
-        self._every_input_inducing = False
-        self._inducing_fraction = 0.0
-        # Selections the model's own generator has served (see ``_drawing_rule``).
-        self._selections = 0
+    Attributes:
+        fixed: Fixed ``m x d`` inducing inputs (in the space of ``train_X``), or
+            None when a rule chooses training rows.
+        rule: The rule, or None for fixed inducing inputs.
+        rows: The training rows of the set (None for fixed inputs, and before
+            the rule's first choice).
+        pending: Whether the rule's first choice is still to be made.
+        every_input: Whether ``rows`` hold every distinct training input.
+        fraction: The fraction of the distinct inputs it chose among that the
+            rule's last choice held.
+        selections: Choices the model's own generator has served.
+    """
 
-    @staticmethod
-    def _check_fixed_inducing(inducing: Tensor, train_X: Tensor) -> Tensor:
-        if inducing.dim() != 2 or inducing.shape[-1] != train_X.shape[-1]:
-            raise InputDataError(
-                f"Inducing inputs must have shape m x {train_X.shape[-1]}, got "
-                f"{tuple(inducing.shape)}."
-            )
-        if not bool(torch.isfinite(inducing).all()):
-            raise InputDataError("Inducing inputs contain NaN or infinite values.")
-        check_inducing_not_empty(inducing)
-        return inducing.to(train_X)
+    fixed: Tensor | None = None
+    rule: SelectionRule | None = None
+    rows: Tensor | None = None
+    pending: bool = False
+    every_input: bool = False
+    fraction: float = 0.0
+    selections: int = 0
 
-    @property
-    def inducing_points(self) -> Tensor:
-        r"""The ``m x d`` (input-transformed) inducing inputs."""
-        return self._inducing_inputs(self.transformed_train_X)
-
-    @property
-    def inducing_index(self) -> Tensor | None:
-        r"""Training rows of the inducing inputs (None for given inducing inputs).
-
-        The rule's first choice is made here, at the current hyperparameters and
-        of at most ``initial_max_inducing`` points, when nothing has chosen a set
-        yet.
-        """
-        if self._initial_selection_pending:
-            self.select_inducing_points(max_size=self.initial_max_inducing)
-        return self._inducing_index
-
-    @inducing_index.setter
-    def inducing_index(self, value: Tensor | None) -> None:
-        self._initial_selection_pending = False
-        self._inducing_index = value
-
-    def _inducing_inputs(self, transformed_X: Tensor) -> Tensor:
-        if self._fixed_inducing is not None:
-            return self._transform_like_training(self._fixed_inducing)
-        return transformed_X[self.inducing_index]
-
-    @property
-    def inducing_rule(self) -> InducingSelector | None:
-        r"""The rule choosing the inducing set (None for fixed inducing inputs)."""
-        return self._rule
-
-    @property
-    def is_exact(self) -> bool:
-        r"""Whether every distinct training input is inducing (the exact GP)."""
-        return self._every_input_inducing and self._extra_statistics is None
-
-    def select_inducing_points(self, max_size: int | None = None) -> None:
-        r"""Run the inducing rule at the current hyperparameters.
-
-        The rule sees the distinct training inputs, their multiplicities and the
-        per-observation noise; adaptive rules start from the current set. A model
-        with fixed inducing inputs keeps them.
+    @classmethod
+    def from_argument(
+        cls, inducing: SelectionRule | Tensor | None, train_X: Tensor
+    ) -> InducingSet:
+        r"""The set a model's ``inducing`` constructor argument asks for.
 
         Args:
-            max_size: Keep at most this many of the rule's picks (its first ones:
-                rules list their picks most important first, or in random order).
-                Applies only to rules that depend on the hyperparameters.
+            inducing: A rule, a ``m x d`` tensor of inducing inputs (in the space
+                of ``train_X``), or None for ``RidgeLeverageSampler()``.
+            train_X: The ``n x d`` training inputs.
+
+        Returns:
+            The set, its first choice pending.
         """
-        if self._extra_statistics is not None:
-            raise UnsupportedError(
-                "A fantasy model keeps the inducing set it was conditioned with."
-            )
-        self._initial_selection_pending = False
-        if isinstance(self._rule, FixedSelector):
+        if isinstance(inducing, Tensor):
+            fixed = check_fixed_inducing(inducing, train_X)
+            return cls(fixed=fixed, pending=True)
+        if inducing is None or isinstance(inducing, SelectionRule):
+            rule = RidgeLeverageSampler() if inducing is None else inducing
+            return cls(rule=rule, pending=True)
+        raise InputDataError(
+            "inducing must be an SelectionRule, a tensor of inducing inputs, "
+            f"or None; got {type(inducing).__name__}."
+        )
+
+    @property
+    def adaptive(self) -> bool:
+        r"""Whether a rule chooses the set at the current hyperparameters."""
+        return self.rule is not None and self.rule.depends_on_hyperparameters
+
+    def set_rows(self, rows: Tensor | None, every_input: bool = False) -> None:
+        r"""Make ``rows`` the set (the rule's first choice is then made)."""
+        self.pending = False
+        self.rows = rows
+        self.every_input = every_input
+
+    def choose(
+        self,
+        train_X: Tensor,
+        transformed_X: Tensor,
+        kernel: Kernel,
+        noise: Tensor,
+        targets: Tensor,
+        rows: Tensor,
+        max_size: int | None = None,
+    ) -> None:
+        r"""Run the rule at the current hyperparameters (fixed inputs stay).
+
+        Args:
+            train_X: The ``n x d`` raw training inputs (a ``FixedSelector``'s
+                indices number them).
+            transformed_X: The ``n x d`` transformed training inputs.
+            kernel: The kernel.
+            noise: The ``n`` per-observation noise variances.
+            targets: The ``n`` training targets (they seed the draws).
+            rows: The rows the rule chooses among (the fitting subset's).
+            max_size: As for :func:`choose_rows`.
+        """
+        self.pending = False
+        if isinstance(self.rule, FixedSelector):
             # Its indices are row numbers of the data, not positions among the
             # distinct inputs of the fitting subset that other rules choose from.
-            self.inducing_index = self._rule.training_rows(self.train_X)
-            self._cache = None
-            return
-        if self._rule is not None:
+            self.rows = self.rule.training_rows(train_X)
+        elif self.rule is not None:
+            rule, self.selections = drawing_rule(self.rule, self.selections, targets)
             with torch.no_grad():
-                # With ``fit_subset_size`` the rule chooses among the fitting
-                # subset's inputs: its cost is then independent of n.
-                rows = self._subset_rows()
-                X = self.transformed_train_X[rows]
-                first, inverse, counts = distinct_rows(X)
-                precision = torch.zeros(
-                    first.shape[0], dtype=X.dtype, device=X.device
-                ).index_add(0, inverse, self._train_noise()[rows].reciprocal())
-                current = None
-                if self._inducing_index is not None:
-                    position = torch.full_like(self.train_X[:, 0], -1, dtype=torch.long)
-                    position[rows] = torch.arange(rows.numel(), device=rows.device)
-                    inside = position[self._inducing_index]
-                    current = inverse[inside[inside >= 0]].unique()
-                candidates = Candidates(
-                    X=X[first],
-                    kernel=self.covar_module,
-                    noise=counts.to(X) / precision,
-                    counts=counts,
+                chosen = choose_rows(
+                    rule, kernel, transformed_X, noise, rows, self.rows, max_size
                 )
-                chosen = self._drawing_rule().select(candidates, current=current)
-                if max_size is not None and self._rule.depends_on_hyperparameters:
-                    chosen = chosen[:max_size]
-                self.inducing_index = rows[first[chosen]]
-                self._every_input_inducing = bool(
-                    rows.numel() == self.train_X.shape[0]
-                    and chosen.numel() == first.numel()
-                )
-                self._inducing_fraction = chosen.numel() / first.numel()
-        self._cache = None
+            self.rows, self.every_input, self.fraction = chosen
 
-    def _drawing_rule(self) -> InducingSelector:
-        # The rule, drawing from a generator of the model's own when it has
-        # none. SingleTaskGP's fit draws no random number; a rule drawing from
-        # torch's global generator made a seeded script's later draws change
-        # when NystromGP replaced it (and an exact-regime model's set is all
-        # inputs whatever the draw). The seed is torch's initial seed (so
-        # ``torch.manual_seed`` still decides the draws, and reading it draws
-        # nothing), the number of training rows, the first and last targets
-        # (the outcomes of a multi-output model draw apart) and the number of
-        # selections so far: identical builds choose identical sets, and
-        # successive selections (fitting rounds) draw afresh. A shallow copy
-        # carries the generator, so the user's rule (which other models may
-        # share) is left as it was given.
-        rule = self._rule
-        if rule.generator is not None:
-            return rule
-        self._selections = getattr(self, "_selections", 0) + 1
-        ends = self.train_targets[..., [0, -1]].reshape(-1).tolist()
-        key = (
-            f"{torch.initial_seed()}:{self.train_X.shape[0]}:{self._selections}:{ends}"
-        )
-        digest = hashlib.sha256(key.encode()).digest()
-        rule = copy.copy(rule)
-        rule.generator = torch.Generator().manual_seed(
-            int.from_bytes(digest[:8], "little") >> 1
-        )
-        return rule
-
-    def add_inducing_points(self, rows: Tensor) -> None:
-        r"""Add training observations' inputs to the inducing set.
-
-        The weight posterior is recomputed from the data on next use
-        (``O(n m^2)``); the hyperparameters stay as they are.
+    def add(self, rows: Tensor, transformed_X: Tensor) -> None:
+        r"""Add training rows to a rule's set, one per distinct input.
 
         Args:
-            rows: A 1-d long tensor of row indices into ``train_X``.
+            rows: A 1-d long tensor of row indices into the training data.
+            transformed_X: The ``n x d`` transformed training inputs.
         """
-        if self._rule is None or self.inducing_index is None:
-            raise UnsupportedError(
-                "add_inducing_points needs a model whose inducing set is chosen "
-                "by a rule (not fixed inducing inputs)."
-            )
-        if self._extra_statistics is not None:
-            raise UnsupportedError(
-                "A fantasy model keeps the inducing set it was conditioned with."
-            )
-        rows = torch.as_tensor(rows, device=self.train_X.device).reshape(-1)
-        n = self.train_X.shape[0]
+        rows = torch.as_tensor(rows, device=transformed_X.device).reshape(-1)
+        n = transformed_X.shape[0]
         if rows.dtype != torch.long or bool(((rows < 0) | (rows >= n)).any()):
             raise InputDataError(
                 f"rows must be long indices into the {n} training rows; got {rows}."
             )
-        index = torch.cat([self.inducing_index, rows])
-        # One row per distinct input, the current set's first.
-        first, _, _ = distinct_rows(self.transformed_train_X[index])
-        self.inducing_index = index[first.sort().values]
-        self._every_input_inducing = False
-        self._cache = None
+        self.set_rows(grown_rows(self.rows, rows, transformed_X))
 
-    def _use_every_input(self) -> None:
-        # The exact regime: every distinct training input is inducing.
-        first, _, _ = distinct_rows(self.transformed_train_X)
-        self.inducing_index = first
-        self._every_input_inducing = True
-        self._cache = None
+    def use_every_input(self, transformed_X: Tensor) -> None:
+        r"""Make every distinct training input inducing (the exact regime)."""
+        self.set_rows(every_input_rows(transformed_X), every_input=True)
 
-    def _covers_most(self) -> bool:
-        # Whether the rule's last choice holds ``exact_fraction`` of the inputs.
+    def fix(self, inputs: Tensor) -> None:
+        r"""Make ``inputs`` (in the space of ``train_X``) the set, the rule dropped."""
+        self.fixed, self.rule = inputs, None
+        self.set_rows(None)
+
+    def covers_most(self, exact_fraction: float | None) -> bool:
+        r"""Whether the rule's last choice held ``exact_fraction`` of the inputs."""
         return (
-            self.exact_fraction is not None
-            and self._rule is not None
-            and self._rule.depends_on_hyperparameters
-            and self._inducing_fraction >= self.exact_fraction
+            exact_fraction is not None
+            and self.adaptive
+            and self.fraction >= exact_fraction
         )
+
+    def apply(self, fn: Callable[[Tensor], Tensor]) -> bool:
+        r"""Apply ``fn`` to the set's tensors (``Module.to``); whether any moved."""
+        moved = False
+        for name in ("fixed", "rows"):
+            value = getattr(self, name)
+            if value is not None:
+                converted = fn(value)
+                moved = moved or converted is not value
+                setattr(self, name, converted)
+        return moved
+
+
+def check_fixed_inducing(inducing: Tensor, train_X: Tensor) -> Tensor:
+    r"""Validate ``m x d`` inducing inputs and cast them like ``train_X``.
+
+    Args:
+        inducing: The inducing inputs.
+        train_X: The ``n x d`` training inputs.
+
+    Returns:
+        The inducing inputs, with ``train_X``'s dtype and device.
+    """
+    if inducing.dim() != 2 or inducing.shape[-1] != train_X.shape[-1]:
+        raise InputDataError(
+            f"Inducing inputs must have shape m x {train_X.shape[-1]}, got "
+            f"{tuple(inducing.shape)}."
+        )
+    if not bool(torch.isfinite(inducing).all()):
+        raise InputDataError("Inducing inputs contain NaN or infinite values.")
+    check_inducing_not_empty(inducing)
+    return inducing.to(train_X)
+
+
+def drawing_rule(
+    rule: SelectionRule, selections: int, targets: Tensor
+) -> tuple[SelectionRule, int]:
+    r"""The rule, drawing from a generator of the model's own when it has none.
+
+    SingleTaskGP's fit draws no random number; a rule drawing from torch's
+    global generator made a seeded script's later draws change when NystromGP
+    replaced it (and an exact-regime model's set is all inputs whatever the
+    draw). The seed is torch's initial seed (so ``torch.manual_seed`` still
+    decides the draws, and reading it draws nothing), the number of training
+    rows, the first and last targets (the outcomes of a multi-output model draw
+    apart) and the number of selections so far: identical builds choose
+    identical sets, and successive selections (fitting rounds) draw afresh. A
+    shallow copy carries the generator, so the user's rule (which other models
+    may share) is left as it was given.
+
+    Args:
+        rule: The model's rule.
+        selections: The selections the model's generator has served so far.
+        targets: The ``n`` training targets.
+
+    Returns:
+        The rule to draw from, and the new count of selections.
+    """
+    if rule.generator is not None:
+        return rule, selections
+    selections += 1
+    ends = targets[..., [0, -1]].reshape(-1).tolist()
+    key = f"{torch.initial_seed()}:{targets.shape[-1]}:{selections}:{ends}"
+    digest = hashlib.sha256(key.encode()).digest()
+    rule = copy.copy(rule)
+    rule.generator = torch.Generator().manual_seed(
+        int.from_bytes(digest[:8], "little") >> 1
+    )
+    return rule, selections
+
+
+def choose_rows(
+    rule: SelectionRule,
+    kernel: Kernel,
+    transformed_X: Tensor,
+    noise: Tensor,
+    rows: Tensor,
+    current: Tensor | None,
+    max_size: int | None = None,
+) -> tuple[Tensor, bool, float]:
+    r"""Run ``rule`` on the distinct inputs among ``rows`` of the training data.
+
+    Args:
+        rule: The rule to draw from (see :func:`drawing_rule`).
+        kernel: The kernel, at the current hyperparameters.
+        transformed_X: The ``n x d`` transformed training inputs.
+        noise: The ``n`` per-observation noise variances.
+        rows: The rows the rule chooses among (the fitting subset's).
+        current: The training rows of the current set (adaptive rules start
+            from those among ``rows``), or None.
+        max_size: Keep at most this many of the rule's picks (its first ones),
+            for rules that depend on the hyperparameters.
+
+    Returns:
+        The chosen training rows, whether they are every training input, and
+        the fraction of the distinct inputs among ``rows`` they hold.
+    """
+    n = transformed_X.shape[0]
+    X = transformed_X[rows]
+    first, inverse, counts = distinct_rows(X)
+    precision = torch.zeros(first.shape[0], dtype=X.dtype, device=X.device).index_add(
+        0, inverse, noise[rows].reciprocal()
+    )
+    start = None
+    if current is not None:
+        position = torch.full((n,), -1, dtype=torch.long, device=X.device)
+        position[rows] = torch.arange(rows.numel(), device=rows.device)
+        inside = position[current]
+        start = inverse[inside[inside >= 0]].unique()
+    candidates = Candidates(
+        X=X[first], kernel=kernel, noise=counts.to(X) / precision, counts=counts
+    )
+    chosen = rule.select(candidates, current=start)
+    if max_size is not None and rule.depends_on_hyperparameters:
+        chosen = chosen[:max_size]
+    every = bool(rows.numel() == n and chosen.numel() == first.numel())
+    return rows[first[chosen]], every, chosen.numel() / first.numel()
+
+
+def every_input_rows(transformed_X: Tensor) -> Tensor:
+    r"""One training row per distinct input: the exact regime's inducing set.
+
+    Args:
+        transformed_X: The ``n x d`` transformed training inputs.
+
+    Returns:
+        The rows, in order.
+    """
+    first, _, _ = distinct_rows(transformed_X)
+    return first
+
+
+def grown_rows(current: Tensor, rows: Tensor, transformed_X: Tensor) -> Tensor:
+    r"""The inducing rows ``current`` with ``rows`` added, one per distinct input.
+
+    Args:
+        current: The training rows of the current set.
+        rows: Training rows to add.
+        transformed_X: The ``n x d`` transformed training inputs.
+
+    Returns:
+        The rows, in order; of repeated inputs the current set's row is kept.
+    """
+    index = torch.cat([current, rows])
+    first, _, _ = distinct_rows(transformed_X[index])
+    return index[first.sort().values]

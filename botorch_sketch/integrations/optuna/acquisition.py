@@ -1,0 +1,261 @@
+#!/usr/bin/env python3
+r"""Fit the models and maximise the acquisition over the unit cube.
+
+:func:`_suggest` is the body shared by ``SketchSampler`` and the candidates
+functions for optuna-integration's ``BoTorchSampler``: one model per objective
+and constraint, analytic ``LogExpectedImprovement`` for a trial chosen alone,
+else ``qLogNoisyExpectedImprovement`` (one objective) or
+``qLogNoisyExpectedHypervolumeImprovement`` (several), maximised by
+:func:`_maximise` so as not to repeat an observed or running configuration.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import torch
+from botorch.acquisition.acquisition import AcquisitionFunction
+from botorch.acquisition.analytic import LogExpectedImprovement
+from botorch.acquisition.logei import qLogNoisyExpectedImprovement
+from botorch.acquisition.multi_objective.logei import (
+    qLogNoisyExpectedHypervolumeImprovement,
+)
+from botorch.acquisition.multi_objective.objective import (
+    IdentityMCMultiOutputObjective,
+)
+from botorch.acquisition.objective import GenericMCObjective
+from botorch.models import ModelListGP
+from botorch.models.model import Model
+from botorch.optim import optimize_acqf
+from botorch.sampling import SobolQMCNormalSampler
+from botorch.utils.multi_objective.hypervolume import infer_reference_point
+from botorch.utils.multi_objective.pareto import is_non_dominated
+from botorch.utils.sampling import draw_sobol_samples
+from torch import Tensor
+
+from botorch_sketch.integrations.optuna.warping import _modelable
+
+
+def _suggest(
+    train_X: Tensor,
+    train_obj: Tensor,
+    train_con: Tensor | None,
+    pending_X: Tensor | None,
+    fit: Callable[[Tensor, Tensor, str], Model],
+    seed: int | None,
+    num_restarts: int,
+    raw_samples: int,
+    mc_samples: int,
+    max_baseline: int,
+    round_to_grid: Callable[[Tensor], Tensor] | None,
+    analytic: bool = False,
+    warp: Callable[[Tensor, str], Tensor] | None = None,
+) -> Tensor:
+    r"""Fit the models and maximise the acquisition over the unit cube.
+
+    Args:
+        train_X: A ``n x D`` tensor of observed points in the unit cube.
+        train_obj: A ``n x M`` tensor of objectives, to be maximised.
+        train_con: A ``n x C`` tensor of constraints (feasible when ``<= 0``).
+        pending_X: A ``p x D`` tensor of pending points in the unit cube.
+        fit: ``(X, Y, name) -> fitted single-output model``.
+        seed: Seed of the quasi-Monte Carlo sampler.
+        num_restarts: Restarts of the optimiser.
+        raw_samples: Raw samples for the restarts.
+        mc_samples: Quasi-Monte Carlo samples.
+        max_baseline: Largest baseline passed to the acquisition.
+        round_to_grid: Maps ``... x D`` points to valid configurations.
+        analytic: Use analytic LogEI when the trial is chosen alone (one
+            objective, no constraints, no pending points).
+        warp: ``(Y, name) -> values modelled``, a monotone map of a single
+            objective's ``n x 1`` values (several objectives and the
+            constraints are modelled as they are).
+
+    Returns:
+        A ``1 x D`` tensor in the unit cube.
+    """
+    train_obj = _modelable(train_obj)
+    train_con = None if train_con is None else _modelable(train_con)
+    n_obj = train_obj.shape[-1]
+    outputs = [(f"objective {i}", train_obj[:, i : i + 1]) for i in range(n_obj)]
+    if warp is not None and n_obj == 1:
+        # Monotone: the incumbent and the improvements keep their order.
+        outputs[0] = (outputs[0][0], warp(train_obj, outputs[0][0]))
+    if train_con is not None:
+        outputs += [
+            (f"constraint {i}", train_con[:, i : i + 1])
+            for i in range(train_con.shape[-1])
+        ]
+    models = [fit(train_X, Y, name) for name, Y in outputs]
+    model = models[0] if len(models) == 1 else ModelListGP(*models)
+    constraints = None
+    if train_con is not None:
+        # Optuna's and BoTorch's conventions agree: feasible when <= 0.
+        constraints = [_OutcomeIndex(n_obj + i) for i in range(train_con.shape[-1])]
+    acqf: AcquisitionFunction
+    if analytic and len(models) == 1 and pending_X is None:
+        # One point chosen alone: the noisy incumbent is the best posterior mean
+        # at the observed points, and EI needs no Monte Carlo (nor the joint
+        # posterior over a baseline that qLogNEI samples each evaluation).
+        with torch.no_grad():
+            best_f = model.posterior(train_X.unsqueeze(-2)).mean.max()
+        acqf = LogExpectedImprovement(model=model, best_f=best_f)
+        return _maximise(acqf, train_X, None, num_restarts, raw_samples, round_to_grid)
+    sampler = SobolQMCNormalSampler(torch.Size([mc_samples]), seed=seed)
+    baseline = _baseline(model, train_X, n_obj, max_baseline)
+    if n_obj == 1:
+        acqf = qLogNoisyExpectedImprovement(
+            model=model,
+            X_baseline=baseline,
+            sampler=sampler,
+            objective=GenericMCObjective(_OutcomeIndex(0)) if len(models) > 1 else None,
+            constraints=constraints,
+            X_pending=pending_X,
+            prune_baseline=True,
+        )
+    else:
+        feasible = (
+            torch.ones(len(train_obj), dtype=torch.bool, device=train_obj.device)
+            if train_con is None
+            else (train_con <= 0).all(dim=-1)
+        )
+        front = train_obj[feasible] if feasible.any() else train_obj
+        front = front[is_non_dominated(front)]
+        acqf = qLogNoisyExpectedHypervolumeImprovement(
+            model=model,
+            ref_point=infer_reference_point(front),
+            X_baseline=baseline,
+            sampler=sampler,
+            objective=(
+                IdentityMCMultiOutputObjective(outcomes=list(range(n_obj)))
+                if constraints
+                else None
+            ),
+            constraints=constraints,
+            X_pending=pending_X,
+            prune_baseline=True,
+        )
+    return _maximise(acqf, train_X, pending_X, num_restarts, raw_samples, round_to_grid)
+
+
+def _maximise(
+    acqf: AcquisitionFunction,
+    train_X: Tensor,
+    pending_X: Tensor | None,
+    num_restarts: int,
+    raw_samples: int,
+    round_to_grid: Callable[[Tensor], Tensor] | None,
+) -> Tensor:
+    r"""The best (rounded) restart of ``optimize_acqf`` that is a new point.
+
+    Rounding can snap every restart back onto an observed or running
+    configuration (the acquisition is low there, not minus infinity), which
+    would repeat a trial. The best restart that is neither is returned; if
+    there is none, the best of the rounded raw samples that is neither; if
+    there is none either (the grid is all but exhausted), the best restart.
+
+    Args:
+        acqf: The acquisition function to maximise.
+        train_X: A ``n x D`` tensor of observed points in the unit cube.
+        pending_X: A ``p x D`` tensor of running points in the unit cube.
+        num_restarts: Restarts of the optimiser.
+        raw_samples: Raw samples for the restarts, and for the fallback.
+        round_to_grid: Maps ``... x D`` points to valid configurations.
+
+    Returns:
+        A ``1 x D`` tensor in the unit cube.
+    """
+    unit = torch.stack([torch.zeros_like(train_X[0]), torch.ones_like(train_X[0])])
+    candidates, values = optimize_acqf(
+        acq_function=acqf,
+        bounds=unit,
+        q=1,
+        num_restarts=num_restarts,
+        raw_samples=raw_samples,
+        # The raw samples scored in one batch (init_batch_limit defaults to
+        # batch_limit: 32 small calls for 256 samples), the restarts by 8.
+        options={"batch_limit": 8, "init_batch_limit": raw_samples, "maxiter": 200},
+        post_processing_func=round_to_grid,
+        return_best_only=False,
+    )
+    # ``num_restarts x 1 x D`` rounded optima and their acquisition values.
+    candidates, values = candidates.detach().squeeze(-2), values.detach().view(-1)
+    taken = train_X if pending_X is None else torch.cat([train_X, pending_X])
+    new = ~_taken(candidates, taken)
+    if not new.any():
+        X = draw_sobol_samples(bounds=unit, n=raw_samples, q=1).squeeze(-2)
+        if round_to_grid is not None:
+            X = round_to_grid(X)
+        X = torch.unique(X, dim=0)
+        X = X[~_taken(X, taken)]
+        if len(X):
+            with torch.no_grad():
+                X_values = torch.cat(
+                    [acqf(x.unsqueeze(-2)) for x in X.split(raw_samples)]
+                )
+            candidates, values = X, X_values
+            new = torch.ones_like(values, dtype=torch.bool)
+        else:
+            new = torch.ones_like(new)
+    best = values.masked_fill(~new, -math.inf).argmax()
+    return candidates[best].unsqueeze(0)
+
+
+def _taken(X: Tensor, taken: Tensor) -> Tensor:
+    r"""Which rows of ``X`` (``k x D``) repeat a row of ``taken`` (``n x D``).
+
+    Equal to within ``1e-9`` in the unit cube, not bit for bit: a candidate
+    is rounded by decoding and re-encoding it, the trials are encoded from
+    their stored values, and the two can differ in the last bits.
+    """
+    if len(X) == 0 or len(taken) == 0:
+        return torch.zeros(len(X), dtype=torch.bool, device=X.device)
+    # Chunked: ``k x n`` distances for k raw samples and n trials.
+    return torch.cat(
+        [(torch.cdist(x, taken, p=math.inf) <= 1e-9).any(dim=-1) for x in X.split(256)]
+    )
+
+
+class _OutcomeIndex:
+    r"""``Z -> Z[..., index]``, a picklable objective or constraint callable."""
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+
+    def __call__(self, Z: Tensor, X: Tensor | None = None) -> Tensor:
+        return Z[..., self.index]
+
+
+def _baseline(model: Model, train_X: Tensor, n_obj: int, max_baseline: int) -> Tensor:
+    r"""The ``max_baseline`` observed points least dominated in posterior mean.
+
+    The acquisition prunes its baseline by sampling the posterior jointly at every
+    baseline point (an ``n x n`` Cholesky); points that few others beat in mean
+    are the only ones with a real chance of being the incumbent.
+    """
+    if len(train_X) <= max_baseline:
+        return train_X
+    with torch.no_grad():
+        # One point per batch: the posterior means cost O(n m^2), no n x n.
+        mean = model.posterior(train_X.unsqueeze(-2)).mean.squeeze(-2)
+    objectives = mean[:, :n_obj]
+    if mean.shape[-1] > n_obj:
+        feasible = (mean[:, n_obj:] <= 0).all(dim=-1)
+        if feasible.any():
+            objectives = objectives.masked_fill(~feasible.unsqueeze(-1), -torch.inf)
+    if n_obj == 1:
+        # One objective: its rank, with no n x n comparison.
+        keep = torch.argsort(objectives.squeeze(-1), descending=True, stable=True)
+        return train_X[keep[:max_baseline]]
+    # Number of points that dominate each point.
+    dominated_by = (
+        (
+            (objectives.unsqueeze(0) >= objectives.unsqueeze(1)).all(dim=-1)
+            & (objectives.unsqueeze(0) > objectives.unsqueeze(1)).any(dim=-1)
+        )
+        .sum(dim=-1)
+        .to(torch.float64)
+    )
+    keep = torch.argsort(dominated_by, stable=True)[:max_baseline]
+    return train_X[keep]

@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+r"""The sampler's options, checked once when it is built."""
+
+from __future__ import annotations
+
+import inspect
+import numbers
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from botorch.exceptions.errors import InputDataError, UnsupportedError
+from botorch.models.model import Model
+from optuna.samplers import BaseSampler
+from torch import Tensor
+
+from botorch_sketch.models import NystromGP
+
+#: ``(train_X, train_Y) -> fitted Model``: ``train_X`` is ``n x D`` in the unit
+#: cube, ``train_Y`` is ``n x 1`` (to be maximised), both float64.
+ModelFactory = Callable[[Tensor, Tensor], Model]
+
+#: Scheduled refits also wait for the trials to grow by 5% (every ``refit_every``
+#: trials up to 200, every 5% of the trials after): see ``IncrementalGP``.
+_REFIT_GROWTH = 0.05
+
+
+@dataclass(frozen=True)
+class _SamplerOptions:
+    r"""``SketchSampler``'s options but its independent sampler, checked.
+
+    The arguments are those of ``SketchSampler``; a bad one raises
+    ``InputDataError`` or ``UnsupportedError`` naming it. ``model_options``
+    becomes a new dict (None: empty), ``seed`` a Python ``int`` (or None).
+    """
+
+    model: type[Model] | ModelFactory
+    model_options: dict[str, Any] | None
+    seed: int | None
+    n_startup_trials: int
+    num_restarts: int
+    raw_samples: int
+    mc_samples: int
+    max_baseline: int
+    warm_start: bool
+    refit_every: int
+    acquisition: str
+    warp_objective: bool
+    warn_independent_sampling: bool
+
+    def __post_init__(self) -> None:
+        _check_model(self.model, self.model_options)
+        _check_seed(self.seed)
+        _check_int("n_startup_trials", self.n_startup_trials, 0)
+        _check_int("num_restarts", self.num_restarts, 1)
+        _check_int("raw_samples", self.raw_samples, 1)
+        _check_int("mc_samples", self.mc_samples, 1)
+        _check_int("max_baseline", self.max_baseline, 1)
+        _check_int("refit_every", self.refit_every, 1)
+        _check_acquisition(self.acquisition)
+        _check_bool("warp_objective", self.warp_objective)
+        if self.raw_samples < self.num_restarts:
+            raise InputDataError(
+                f"raw_samples ({self.raw_samples}) must be at least num_restarts "
+                f"({self.num_restarts}): the restarts are chosen from the raw samples."
+            )
+        object.__setattr__(self, "model_options", dict(self.model_options or {}))
+        object.__setattr__(self, "seed", None if self.seed is None else int(self.seed))
+
+    @property
+    def analytic(self) -> bool:
+        r"""Whether a trial chosen alone maximises analytic ``LogExpectedImprovement``.
+
+        Else always the Monte Carlo acquisition.
+        """
+        return self.acquisition == "auto"
+
+    @property
+    def carries_nystrom(self) -> bool:
+        r"""Whether ``NystromGP`` is carried by ``IncrementalGP`` between trials."""
+        return self.model is NystromGP and self.warm_start
+
+
+def _check_model(model: Any, model_options: dict[str, Any] | None) -> None:
+    if isinstance(model, type):
+        if not issubclass(model, Model):
+            raise UnsupportedError(
+                f"model must be a BoTorch Model class or a factory "
+                f"(train_X, train_Y) -> fitted Model; got the class {model!r}."
+            )
+        try:
+            # Fail now, not at the first model-based trial, on a misspelling.
+            inspect.signature(model).bind(None, None, **(model_options or {}))
+        except TypeError as e:
+            raise InputDataError(
+                f"model_options {sorted(model_options or {})} do not fit "
+                f"{model.__name__}: {e}."
+            ) from e
+    elif not callable(model):
+        raise UnsupportedError(
+            "model must be a BoTorch Model class or a factory "
+            f"(train_X, train_Y) -> fitted Model; got {model!r}."
+        )
+    elif model_options:
+        raise InputDataError(
+            "model_options are passed to a model class; a factory takes its "
+            "options itself (use functools.partial)."
+        )
+
+
+def _check_seed(seed: Any) -> None:
+    if seed is not None and (
+        isinstance(seed, bool)
+        or not isinstance(seed, numbers.Integral)
+        or not 0 <= seed < 2**32
+    ):
+        # NumPy's own error comes later and names a cast, not the argument.
+        raise InputDataError(
+            f"seed must be None or an integer in [0, 2**32); got {seed!r}."
+        )
+
+
+def _check_independent_sampler(independent_sampler: Any) -> None:
+    if independent_sampler is not None and not isinstance(
+        independent_sampler, BaseSampler
+    ):
+        raise UnsupportedError(
+            "independent_sampler must be an optuna.samplers.BaseSampler; "
+            f"got {independent_sampler!r}."
+        )
+
+
+def _check_acquisition(acquisition: str) -> None:
+    if acquisition not in ("auto", "mc"):
+        raise InputDataError(
+            f'acquisition must be "auto" or "mc"; got {acquisition!r}.'
+        )
+
+
+def _check_bool(name: str, value: bool) -> None:
+    if not isinstance(value, bool):
+        raise InputDataError(f"{name} must be True or False; got {value!r}.")
+
+
+def _check_int(name: str, value: int, minimum: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise InputDataError(f"{name} must be an integer >= {minimum}; got {value!r}.")

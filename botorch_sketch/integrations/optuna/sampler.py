@@ -1,0 +1,355 @@
+#!/usr/bin/env python3
+r"""``SketchSampler``: an Optuna sampler on this package's models.
+
+It fits :class:`~botorch_sketch.models.NystromGP` (or any model class, or a
+factory) to the completed trials and suggests the next one by maximising a
+BoTorch acquisition, with the running trials as pending points: see
+:class:`SketchSampler`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from botorch.models.model import Model
+from botorch.utils.sampling import manual_seed
+from optuna.distributions import BaseDistribution
+from optuna.samplers import BaseSampler, RandomSampler
+from optuna.search_space import IntersectionSearchSpace
+from optuna.study import Study
+from optuna.trial import FrozenTrial, TrialState
+
+from botorch_sketch.integrations.optuna.acquisition import _suggest
+from botorch_sketch.integrations.optuna.encoding import _encode, _Encoding, _rounding
+from botorch_sketch.integrations.optuna.options import (
+    ModelFactory,
+    _check_independent_sampler,
+    _SamplerOptions,
+)
+from botorch_sketch.integrations.optuna.state import _CarriedModels
+from botorch_sketch.integrations.optuna.trials import (
+    _completed_trials,
+    _constraint_values,
+    _objective_values,
+    _pending_params,
+    _share_relative_params,
+)
+from botorch_sketch.models import NystromGP
+
+# The package's name, which the logger had before the package was split up.
+_logger = logging.getLogger(__package__)
+
+_MAX_SEED = 2**31 - 1
+
+
+class SketchSampler(BaseSampler):
+    r"""Optuna sampler: a scalable GP with qLogNEI, or qLogNEHVI for several objectives.
+
+    Parameters are encoded as Optuna's ``BoTorchSampler`` encodes them (as Optuna's
+    ``_SearchSpaceTransform`` does): log-scaled ones in log space, integers and
+    stepped floats on a grid widened by half a step on each side, categorical ones
+    one-hot; then everything is scaled to the unit cube
+    (:mod:`~botorch_sketch.integrations.optuna.encoding`). The acquisition is
+    maximised over the continuous relaxation with ``botorch.optim.optimize_acqf``
+    and every restart's optimum is rounded to a valid configuration (argmax of the
+    one-hot block, nearest step) *before* the best restart is chosen, so the point
+    returned is the best rounded point, not the rounding of the best relaxed one.
+    This costs one optimisation whatever the number of categories, where
+    ``optimize_acqf_mixed`` would run one per combination of categories (exponential
+    in the number of categorical parameters). A rounded point that repeats a
+    completed or running trial is passed over for the best one that does not (from
+    the restarts, else from the rounded raw samples) while there is one. Values come
+    back as Python ``float`` and ``int`` (categorical choices as given), as Optuna's
+    own samplers return them.
+
+    As Optuna's ``GPSampler`` does, the sampler:
+
+    - fits only ``COMPLETE`` trials; failed and pruned trials are ignored (their
+      last intermediate value is not used);
+    - samples the first ``n_startup_trials`` trials, and parameters outside the
+      intersection search space (conditional or dynamic parameters), with the
+      independent sampler (``RandomSampler(seed)`` by default);
+    - passes running trials whose parameters are known (from this or another
+      process on the same storage, ``n_jobs > 1`` included) to the acquisition as
+      ``X_pending``: qLogNEI adds them to its baseline, so the new point is chosen
+      jointly with them;
+    - honours constraints set with ``trial.set_constraint`` (feasible when
+      ``<= 0``), each modelled by its own GP.
+
+    A single objective is modelled through its half-rank warping when a few
+    bad trials make most of its spread (``warp_objective``; see
+    :class:`_HalfRankWarp`): a GP standardises the values and infers a noise
+    of at least ``1e-4`` of their variance, under which the differences
+    between good trials vanished (issue 38: the README's learning-rate search
+    stopped improving at trial 20). The warping is monotone, so incumbents and
+    improvements keep their order; a carried ``NystromGP`` has it re-estimated
+    only at its scheduled refits.
+
+    Several objectives are modelled by a ``ModelListGP`` of one model per
+    objective (as a multi-output ``NystromGP`` is: one sketch per outcome); the
+    hypervolume reference point is BoTorch's ``infer_reference_point`` on the
+    observed (feasible) Pareto front.
+
+    Hyperparameters are fitted with ``fit_gpytorch_mll`` in float64, starting
+    from the previous trial's fitted values while the search space is unchanged;
+    ``NystromGP`` is carried from trial to trial by
+    :class:`~botorch_sketch.bo.IncrementalGP` (previous inducing set, one fitting
+    round, or only a Woodbury update between refits with ``refit_every > 1``).
+    """
+
+    def __init__(
+        self,
+        *,
+        model: type[Model] | ModelFactory = NystromGP,
+        model_options: dict[str, Any] | None = None,
+        seed: int | None = None,
+        independent_sampler: BaseSampler | None = None,
+        n_startup_trials: int = 10,
+        num_restarts: int = 8,
+        raw_samples: int = 256,
+        mc_samples: int = 128,
+        max_baseline: int = 128,
+        warm_start: bool = True,
+        refit_every: int = 10,
+        acquisition: str = "auto",
+        warp_objective: bool = True,
+        warn_independent_sampling: bool = True,
+    ) -> None:
+        r"""Check the options and build the sampler.
+
+        Args:
+            model: The model class, called as ``model(train_X, train_Y,
+                **model_options)`` and fitted with ``fit_gpytorch_mll``
+                (``NystromGP``, ``GradientSubsetGP``, ``SingleTaskGP``, ...), or a
+                factory ``(train_X, train_Y) -> fitted Model`` (no warm start then).
+                ``train_X`` is ``n x D`` in the unit cube; ``train_Y`` is ``n x 1``,
+                to be maximised: the objective's half-rank warping with one
+                objective (``warp_objective``), else the values as observed
+                (the model standardises it).
+            model_options: Keyword arguments for the model class, e.g.
+                ``{"subset_size": 100}`` for ``GradientSubsetGP``.
+            seed: Seed for the independent sampler and for the acquisition's
+                quasi-random draws and restarts; a seeded sequential study repeats.
+                None or an integer in ``[0, 2**32)`` (NumPy's range).
+            independent_sampler: Sampler for the startup trials and for parameters
+                outside the relative search space; ``RandomSampler(seed)`` if None.
+            n_startup_trials: Number of completed trials before the model is used
+                (at least one is always needed).
+            num_restarts: Restarts of the acquisition optimiser.
+            raw_samples: Quasi-random points from which the restarts are chosen.
+            mc_samples: Quasi-Monte Carlo samples of the acquisition.
+            max_baseline: Keep at most this many observed points as qLogNEI's
+                baseline (those with the best posterior means; the acquisition then
+                prunes them further). Its pruning samples the posterior jointly at
+                every baseline point, which costs ``O(n^3)`` over ``n`` trials.
+            warm_start: Start each fit from the previous fit's hyperparameters
+                (for ``NystromGP`` through
+                :class:`~botorch_sketch.bo.IncrementalGP`, which also reuses the
+                previous inducing set and fits one round).
+            refit_every: For ``NystromGP`` with ``warm_start``: refit the
+                hyperparameters every this many trials (and at least 5% more
+                trials than at the last fit), and in between absorb
+                the new trials by ``condition_on_observations`` (a Woodbury
+                step; see :class:`~botorch_sketch.bo.IncrementalGP`, which also
+                refits when the inducing set has doubled or the data stop
+                agreeing with the hyperparameters). 1 refits every trial.
+            acquisition: ``"auto"``: analytic ``LogExpectedImprovement`` at the
+                best posterior mean of the observed points when a trial is
+                chosen alone (one objective, no constraints, no running trials;
+                what ``GPSampler`` does), else the Monte Carlo acquisition.
+                ``"mc"``: always ``qLogNoisyExpectedImprovement`` (or qLogNEHVI).
+            warp_objective: With one objective, model its half-rank warping
+                (see :class:`_HalfRankWarp`: when the values spread over more
+                than ten times the upper half's spread, those below the median
+                are drawn in to a few of the upper half's spreads, in rank
+                order) rather than the values themselves. A model that
+                standardises all values sees the differences between the good
+                trials as noise when a few bad ones make the spread (BoTorch's
+                inferred noise is at least ``1e-4`` of the standardised
+                variance). False models the values as they are.
+            warn_independent_sampling: Log a warning when a parameter is sampled by
+                the independent sampler after the startup trials.
+        """
+        self._options = _SamplerOptions(
+            model=model,
+            model_options=model_options,
+            seed=seed,
+            n_startup_trials=n_startup_trials,
+            num_restarts=num_restarts,
+            raw_samples=raw_samples,
+            mc_samples=mc_samples,
+            max_baseline=max_baseline,
+            warm_start=warm_start,
+            refit_every=refit_every,
+            acquisition=acquisition,
+            warp_objective=warp_objective,
+            warn_independent_sampling=warn_independent_sampling,
+        )
+        _check_independent_sampler(independent_sampler)
+        seed = self._options.seed
+        self._rng = np.random.RandomState(seed)
+        self._independent_sampler = independent_sampler or RandomSampler(seed=seed)
+        self._intersection_search_space = IntersectionSearchSpace()
+        self._carried = _CarriedModels(self._options)
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        r"""Restore a pickled sampler (Optuna's way to save a sampler's state)."""
+        if "_options" not in state:
+            state = _upgrade_pickled_state(state)
+        self.__dict__.update(state)
+
+    def reseed_rng(self) -> None:
+        r"""Reseed the random generators (Optuna calls this for ``n_jobs > 1``)."""
+        self._rng.seed()
+        self._independent_sampler.reseed_rng()
+
+    def infer_relative_search_space(
+        self, study: Study, trial: FrozenTrial
+    ) -> dict[str, BaseDistribution]:
+        r"""Return the parameters every completed trial has, with one distribution.
+
+        Parameters with a single possible value are left to Optuna, as
+        ``GPSampler`` does.
+        """
+        return {
+            name: distribution
+            for name, distribution in self._intersection_search_space.calculate(
+                study
+            ).items()
+            if not distribution.single()
+        }
+
+    def sample_relative(
+        self,
+        study: Study,
+        trial: FrozenTrial,
+        search_space: dict[str, BaseDistribution],
+    ) -> dict[str, Any]:
+        r"""Suggest values of the relative search space from the model.
+
+        Returns an empty dict (so that the independent sampler is used) during
+        the startup trials.
+        """
+        if not search_space:
+            return {}
+        # One suggestion at a time within a process: with ``n_jobs > 1`` two
+        # threads that both read the trials before either had shared its
+        # parameters saw no pending point and could propose the same one.
+        with self._carried.lock:
+            return self._sample_relative(study, trial, search_space)
+
+    def _sample_relative(
+        self,
+        study: Study,
+        trial: FrozenTrial,
+        search_space: dict[str, BaseDistribution],
+    ) -> dict[str, Any]:
+        options = self._options
+        trials = study.get_trials(
+            deepcopy=False, states=(TrialState.COMPLETE, TrialState.RUNNING)
+        )
+        completed = _completed_trials(trials, search_space)
+        if len(completed) < max(options.n_startup_trials, 1):
+            return {}
+        self._carried.use(study, search_space)
+        encoding = _Encoding(search_space)
+        train_X = self._carried.encode_completed(encoding, completed)
+        train_obj = _objective_values(study, completed)
+        train_con = _constraint_values(completed)
+        pending = _pending_params(trials, trial, search_space)
+        seed = int(self._rng.randint(_MAX_SEED))
+        with manual_seed(seed):
+            candidate = _suggest(
+                train_X=train_X,
+                train_obj=train_obj,
+                train_con=train_con,
+                pending_X=_encode(encoding, pending) if pending else None,
+                fit=self._carried.fit,
+                seed=seed,
+                num_restarts=options.num_restarts,
+                raw_samples=options.raw_samples,
+                mc_samples=options.mc_samples,
+                max_baseline=options.max_baseline,
+                round_to_grid=_rounding(encoding),
+                analytic=options.analytic,
+                warp=self._carried.warp if options.warp_objective else None,
+            )
+        params = encoding.decode(candidate.squeeze(0).numpy())
+        _share_relative_params(study, trial, params)
+        return params
+
+    def sample_independent(
+        self,
+        study: Study,
+        trial: FrozenTrial,
+        param_name: str,
+        param_distribution: BaseDistribution,
+    ) -> Any:
+        r"""Sample a parameter outside the relative search space independently."""
+        if self._options.warn_independent_sampling:
+            n_complete = len(
+                study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+            )
+            if n_complete >= self._options.n_startup_trials:
+                _logger.warning(
+                    f"The parameter `{param_name}` in trial {trial.number} is sampled "
+                    f"by {type(self._independent_sampler).__name__}, not by "
+                    f"{type(self).__name__}: it is not in every completed trial with "
+                    "one distribution (a conditional or dynamic parameter). Pass "
+                    "warn_independent_sampling=False if this is intended."
+                )
+        return self._independent_sampler.sample_independent(
+            study, trial, param_name, param_distribution
+        )
+
+    def before_trial(self, study: Study, trial: FrozenTrial) -> None:
+        r"""Let the independent sampler prepare the trial."""
+        self._independent_sampler.before_trial(study, trial)
+
+    def after_trial(
+        self,
+        study: Study,
+        trial: FrozenTrial,
+        state: TrialState,
+        values: Sequence[float] | None,
+    ) -> None:
+        r"""Let the independent sampler see the finished trial."""
+        self._independent_sampler.after_trial(study, trial, state, values)
+
+
+def _upgrade_pickled_state(state: dict[str, Any]) -> dict[str, Any]:
+    r"""The state of a sampler pickled before the package split, as it is now.
+
+    Its cached encodings are left out: they were dropped at its next
+    suggestion anyway (a pickled sampler forgets its study).
+    """
+    options = _SamplerOptions(
+        model=state["_model"],
+        model_options=state["_model_options"],
+        seed=None,  # Not kept: it seeded the generators, which are.
+        n_startup_trials=state["_n_startup_trials"],
+        num_restarts=state["_num_restarts"],
+        raw_samples=state["_raw_samples"],
+        mc_samples=state["_mc_samples"],
+        max_baseline=state["_max_baseline"],
+        warm_start=state["_warm_start"],
+        refit_every=state["_refit_every"],
+        acquisition="auto" if state["_analytic"] else "mc",
+        warp_objective=state.get("_warp_objective", True),
+        warn_independent_sampling=state["_warn_independent_sampling"],
+    )
+    carried = _CarriedModels(options)
+    carried.warm_space = state["_warm_space"]
+    carried.warm_states = state["_warm_states"]
+    carried.incremental = state["_incremental"]
+    carried.warps = state.get("_warps", {})
+    return {
+        "_options": options,
+        "_rng": state["_rng"],
+        "_independent_sampler": state["_independent_sampler"],
+        "_intersection_search_space": state["_intersection_search_space"],
+        "_carried": carried,
+    }

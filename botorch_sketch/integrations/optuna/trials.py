@@ -1,0 +1,124 @@
+#!/usr/bin/env python3
+r"""What the sampler reads from a study's trials, and what it writes to them.
+
+A trial's relative parameters are written to its system attributes so that
+other workers on the same storage see a running trial's point before its
+objective has called ``suggest_*``; they are read back as pending points.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import numpy as np
+import torch
+from botorch.exceptions.errors import InputDataError
+from optuna.distributions import BaseDistribution
+from optuna.study import Study, StudyDirection
+from optuna.trial import FrozenTrial, TrialState
+from torch import Tensor
+
+from botorch_sketch.integrations.optuna.encoding import _TKWARGS, _contains
+
+_RELATIVE_PARAMS_KEY = "botorch_sketch:relative_params"
+#: RDB storage caps an attribute at 2046 characters.
+_SYSTEM_ATTR_MAX_LENGTH = 2045
+
+
+def _completed_trials(
+    trials: list[FrozenTrial], search_space: dict[str, BaseDistribution]
+) -> list[FrozenTrial]:
+    r"""The completed trials with every parameter, in the order they completed.
+
+    In completion order, so that each trial's data extend the previous
+    trial's and a carried model only absorbs the new rows.
+    """
+    completed = [
+        t
+        for t in trials
+        if t.state == TrialState.COMPLETE and search_space.keys() <= t.params.keys()
+    ]
+    completed.sort(key=_completion_order)
+    return completed
+
+
+def _completion_order(trial: FrozenTrial) -> tuple[float, int]:
+    done = trial.datetime_complete
+    return (done.timestamp() if done is not None else -math.inf, trial.number)
+
+
+def _objective_values(study: Study, completed: list[FrozenTrial]) -> Tensor:
+    r"""The ``n x M`` objective values, each to be maximised."""
+    signs = np.array(
+        [1.0 if d == StudyDirection.MAXIMIZE else -1.0 for d in study.directions]
+    )
+    values = signs * np.array([t.values for t in completed], dtype=np.float64)
+    return torch.as_tensor(values, **_TKWARGS)
+
+
+def _constraint_values(trials: list[FrozenTrial]) -> Tensor | None:
+    r"""The ``n x C`` constraints set by ``trial.set_constraint``, None if none."""
+    keys = sorted(trials[0].constraints)
+    for t in trials:
+        if sorted(t.constraints) != keys:
+            raise InputDataError(
+                f"Every completed trial must set the same constraints: trial "
+                f"{trials[0].number} set {keys}, trial {t.number} set "
+                f"{sorted(t.constraints)}."
+            )
+    if not keys:
+        return None
+    values = np.array([[t.constraints[k] for k in keys] for t in trials])
+    return torch.as_tensor(values, **_TKWARGS)
+
+
+def _pending_params(
+    trials: list[FrozenTrial],
+    trial: FrozenTrial,
+    search_space: dict[str, BaseDistribution],
+) -> list[dict[str, Any]]:
+    r"""The known points of the running trials other than ``trial``.
+
+    Those of another process on the same storage included (see
+    :func:`_share_relative_params`); a point that misses a parameter of the
+    search space, or has a value outside it, is left out.
+    """
+    running = [
+        t for t in trials if t.state == TrialState.RUNNING and t.number != trial.number
+    ]
+    return [
+        p
+        for p in (_params_of_running(t) for t in running)
+        if _contains(search_space, p)
+    ]
+
+
+def _params_of_running(trial: FrozenTrial) -> dict[str, Any]:
+    r"""A running trial's parameters, with those chosen but not yet suggested."""
+    chunks = []
+    while chunk := trial.system_attrs.get(f"{_RELATIVE_PARAMS_KEY}:{len(chunks)}"):
+        chunks.append(chunk)
+    params = json.loads("".join(chunks)) if chunks else {}
+    params.update(trial.params)
+    return params
+
+
+def _share_relative_params(
+    study: Study, trial: FrozenTrial, params: dict[str, Any]
+) -> None:
+    r"""Write ``trial``'s relative parameters to its system attributes.
+
+    Through the storage, by trial id: Optuna 5 has no public way to set a
+    trial's system attribute (``Trial.set_system_attr`` is gone; its own
+    samplers write theirs this way), and a user attribute would show in
+    ``trial.user_attrs`` and ``trials_dataframe()``.
+    """
+    text = json.dumps(params)
+    for i in range(0, len(text), _SYSTEM_ATTR_MAX_LENGTH):
+        study._storage.set_trial_system_attr(
+            trial._trial_id,
+            f"{_RELATIVE_PARAMS_KEY}:{i // _SYSTEM_ATTR_MAX_LENGTH}",
+            text[i : i + _SYSTEM_ATTR_MAX_LENGTH],
+        )

@@ -1,0 +1,25 @@
+import pytest
+
+
+@pytest.fixture
+def pending_log(monkeypatch):
+    """Record the pending points and training sizes passed to the acquisition."""
+    # Here, not at the top: the test modules skip themselves without Optuna.
+    from botorch_sketch.integrations.optuna import sampler as sampler_module
+
+    calls = []
+    original = sampler_module._suggest
+
+    def spy(**kwargs):
+        calls.append(
+            {
+                "n": len(kwargs["train_X"]),
+                "pending": None
+                if kwargs["pending_X"] is None
+                else len(kwargs["pending_X"]),
+            }
+        )
+        return original(**kwargs)
+
+    monkeypatch.setattr(sampler_module, "_suggest", spy)
+    return calls

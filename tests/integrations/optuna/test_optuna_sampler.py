@@ -1,0 +1,227 @@
+import json
+import logging
+import math
+import os
+import subprocess
+import sys
+
+import pytest
+
+optuna = pytest.importorskip("optuna")
+
+from botorch.fit import fit_gpytorch_mll  # noqa: E402
+from gpytorch.mlls import ExactMarginalLogLikelihood  # noqa: E402
+from optuna_helpers import FAST, model_based, quadratic  # noqa: E402
+
+import botorch_sketch.integrations.optuna as sketch_optuna  # noqa: E402
+from botorch_sketch import GradientSubsetGP, NystromGP  # noqa: E402
+from botorch_sketch.integrations.optuna import SketchSampler  # noqa: E402
+from botorch_sketch.integrations.optuna.trials import _RELATIVE_PARAMS_KEY  # noqa: E402
+
+
+@pytest.mark.slow
+def test_every_distribution_type():
+    def objective(trial):
+        x = trial.suggest_float("x", -2.0, 2.0)
+        lr = trial.suggest_float("lr", 1e-4, 1e-1, log=True)
+        n = trial.suggest_int("n", 1, 9)
+        width = trial.suggest_int("width", 8, 512, log=True)
+        frac = trial.suggest_float("frac", 0.0, 1.0, step=0.25)
+        kind = trial.suggest_categorical("kind", ["a", "b", None, 3])
+        return (
+            x**2
+            + (math.log10(lr) + 2.0) ** 2
+            + (n - 4) ** 2 / 10
+            + (math.log2(width) - 6) ** 2 / 10
+            + (frac - 0.5) ** 2
+            + (kind != "b")
+        )
+
+    study = optuna.create_study(
+        sampler=SketchSampler(seed=0, n_startup_trials=6, **FAST)
+    )
+    study.optimize(objective, n_trials=14)
+    chosen = model_based(study)
+    assert len(chosen) == 8
+    for t in study.trials:
+        p = t.params
+        assert -2.0 <= p["x"] <= 2.0 and 1e-4 <= p["lr"] <= 1e-1
+        assert isinstance(p["n"], int) and 1 <= p["n"] <= 9
+        assert isinstance(p["width"], int) and 8 <= p["width"] <= 512
+        assert p["frac"] in (0.0, 0.25, 0.5, 0.75, 1.0)
+        assert p["kind"] in ("a", "b", None, 3)
+    # The encoding is Optuna's: the model's point round-trips exactly.
+    for t in chosen:
+        assert json.loads(t.system_attrs[f"{_RELATIVE_PARAMS_KEY}:0"]) == (t.params)
+
+
+def test_conditional_parameters_fall_back_to_the_independent_sampler(caplog):
+    def objective(trial):
+        x = trial.suggest_float("x", -3.0, 3.0)
+        kind = trial.suggest_categorical("kind", ["linear", "square"])
+        if kind == "linear":
+            return abs(trial.suggest_float("slope", 0.0, 2.0) * x)
+        return trial.suggest_int("power", 1, 3) * x**2
+
+    study = optuna.create_study(
+        sampler=SketchSampler(seed=1, n_startup_trials=5, **FAST)
+    )
+    with caplog.at_level(logging.WARNING, logger=sketch_optuna.__name__):
+        study.optimize(objective, n_trials=12)
+    chosen = model_based(study)
+    assert chosen
+    for t in chosen:
+        relative = json.loads(t.system_attrs[f"{_RELATIVE_PARAMS_KEY}:0"])
+        assert set(relative) == {"x", "kind"}
+    assert "`slope`" in caplog.text or "`power`" in caplog.text
+
+
+def test_failed_and_pruned_trials_are_ignored(pending_log):
+    def objective(trial):
+        value = quadratic(trial)
+        if trial.number % 4 == 1:
+            raise RuntimeError("diverged")
+        if trial.number % 4 == 2:
+            trial.report(value, step=0)
+            raise optuna.TrialPruned()
+        return value
+
+    study = optuna.create_study(
+        sampler=SketchSampler(seed=2, n_startup_trials=4, **FAST)
+    )
+    study.optimize(objective, n_trials=16, catch=(RuntimeError,))
+    states = [t.state for t in study.trials]
+    assert optuna.trial.TrialState.FAIL in states
+    assert optuna.trial.TrialState.PRUNED in states
+    # Each fit saw exactly the trials complete before it: none failed or pruned.
+    expected = [
+        sum(u.state.name == "COMPLETE" for u in study.trials[: t.number])
+        for t in model_based(study)
+    ]
+    assert expected and [call["n"] for call in pending_log] == expected
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("direction", ["minimize", "maximize"])
+def test_directions(direction):
+    sign = 1.0 if direction == "minimize" else -1.0
+    study = optuna.create_study(
+        direction=direction, sampler=SketchSampler(seed=3, n_startup_trials=8)
+    )
+    study.optimize(lambda t: sign * quadratic(t), n_trials=18)
+    # The optimum is 0 at (1, -0.5); random search over [-3, 3]^2 with 18 points
+    # reaches about 0.3 (the first 8 trials here reach more than 0.4).
+    startup_best = min(sign * t.value for t in study.trials[:8])
+    assert sign * study.best_value < min(0.05, startup_best / 4)
+
+
+@pytest.mark.slow
+def test_seed_repeats_suggestions():
+    def run(seed):
+        sampler = SketchSampler(seed=seed, n_startup_trials=5, **FAST)
+        study = optuna.create_study(sampler=sampler)
+        study.optimize(quadratic, n_trials=9)
+        return [t.params for t in study.trials]
+
+    first = run(7)
+    assert first == run(7)
+    assert first[5:] != run(8)[5:]
+
+
+@pytest.mark.slow
+def test_beats_random_search_on_a_quadratic():
+    # Same seed, same 25-trial budget, same first 10 (random) trials: the
+    # sampler's best must be far better than RandomSampler's best.
+    def objective(trial):
+        return sum(
+            (trial.suggest_float(name, -5.0, 5.0) - c) ** 2
+            for name, c in (("a", 1.0), ("b", -2.0), ("c", 0.5))
+        )
+
+    ours = optuna.create_study(sampler=SketchSampler(seed=0))
+    ours.optimize(objective, n_trials=25)
+    random = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0))
+    random.optimize(objective, n_trials=25)
+    assert [t.params for t in ours.trials[:10]] == [
+        t.params for t in random.trials[:10]
+    ]
+    assert ours.best_value < random.best_value / 10
+
+
+@pytest.mark.slow
+def test_multi_objective():
+    def objective(trial):
+        x = trial.suggest_float("x", 0.0, 1.0)
+        y = trial.suggest_float("y", 0.0, 1.0)
+        return x**2 + y**2, (x - 1.0) ** 2 + y**2
+
+    study = optuna.create_study(
+        directions=["minimize", "minimize"],
+        sampler=SketchSampler(seed=5, n_startup_trials=8, **FAST),
+    )
+    study.optimize(objective, n_trials=16)
+    assert len(model_based(study)) == 8
+    # The Pareto set is y = 0: the model's points should crowd towards it.
+    model_y = [t.params["y"] for t in study.trials[8:]]
+    random_y = [t.params["y"] for t in study.trials[:8]]
+    assert sum(model_y) / 8 < sum(random_y) / 8
+    assert len(study.best_trials) >= 2
+
+
+@pytest.mark.slow
+def test_constraints_set_on_the_trial():
+    def objective(trial):
+        value = quadratic(trial)
+        trial.set_constraint("x_below_0", trial.params["x"])  # feasible: x <= 0
+        return value
+
+    study = optuna.create_study(
+        sampler=SketchSampler(seed=6, n_startup_trials=8, **FAST)
+    )
+    study.optimize(objective, n_trials=16)
+    model_x = [t.params["x"] for t in study.trials[8:]]
+    assert sum(x <= 0.05 for x in model_x) >= 6
+
+
+def test_gradient_subset_model_and_factory(pending_log):
+    sizes = []
+
+    def factory(train_X, train_Y):
+        sizes.append(len(train_X))
+        model = NystromGP(train_X, train_Y)
+        fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))
+        return model
+
+    for sampler in (
+        SketchSampler(
+            model=GradientSubsetGP,
+            model_options={"subset_size": 6},
+            seed=0,
+            n_startup_trials=5,
+        ),
+        SketchSampler(model=factory, seed=0, n_startup_trials=5),
+    ):
+        study = optuna.create_study(sampler=sampler)
+        study.optimize(quadratic, n_trials=8)
+        assert len(model_based(study)) == 3
+    assert sizes == [5, 6, 7]
+
+
+@pytest.mark.slow
+@pytest.mark.cpu_only
+def test_importing_the_package_does_not_import_optuna_and_error_names_the_extra():
+    code = (
+        "import sys, botorch_sketch, botorch_sketch.integrations\n"
+        "assert 'optuna' not in sys.modules, 'botorch_sketch imported optuna'\n"
+        "sys.modules['optuna'] = None\n"
+        "try:\n"
+        "    import botorch_sketch.integrations.optuna\n"
+        "except ImportError as e:\n"
+        "    print(e)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env
+    )
+    assert out.returncode == 0, out.stderr
+    assert ".[optuna]" in out.stdout

@@ -1,0 +1,124 @@
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+optuna = pytest.importorskip("optuna")
+
+from botorch.exceptions.errors import InputDataError  # noqa: E402
+from optuna_helpers import FAST, model_based, quadratic  # noqa: E402
+
+from botorch_sketch.integrations.optuna import SketchSampler  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def test_n_jobs_passes_running_trials_as_pending(pending_log):
+    def objective(trial):
+        value = quadratic(trial)
+        time.sleep(0.2)  # keep the other thread's trial running
+        return value
+
+    study = optuna.create_study(
+        sampler=SketchSampler(seed=4, n_startup_trials=4, **FAST)
+    )
+    study.optimize(objective, n_trials=12, n_jobs=2)
+    assert len(study.get_trials(states=(optuna.trial.TrialState.COMPLETE,))) == 12
+    assert any(call["pending"] for call in pending_log)
+    params = [tuple(t.params.values()) for t in study.trials]
+    assert len(set(params)) == len(params)
+
+
+_WORKER = textwrap.dedent(
+    """
+    import sys
+    import time
+    import optuna
+    import botorch_sketch.integrations.optuna as sketch_optuna
+    import botorch_sketch.integrations.optuna.sampler as sampler_module
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    pending = []
+    original = sampler_module._suggest
+
+    def spy(**kwargs):
+        pending.append(0 if kwargs["pending_X"] is None else len(kwargs["pending_X"]))
+        return original(**kwargs)
+
+    sampler_module._suggest = spy
+
+    def objective(trial):
+        x = trial.suggest_float("x", -3.0, 3.0)
+        y = trial.suggest_float("y", -3.0, 3.0)
+        # Longer than a suggestion, so that each process suggests while the
+        # other's trial runs.
+        time.sleep(1.0)
+        return (x - 1.0) ** 2 + (y + 0.5) ** 2
+
+    study = optuna.load_study(
+        study_name="shared",
+        storage=sys.argv[1],
+        sampler=sketch_optuna.SketchSampler(seed=int(sys.argv[2]), n_startup_trials=4),
+    )
+    study.optimize(objective, n_trials=7)
+    print("PENDING", sum(p > 0 for p in pending))
+    """
+)
+
+
+@pytest.mark.slow
+@pytest.mark.cpu_only
+def test_rdb_storage_shared_by_two_processes(tmp_path):
+    storage = f"sqlite:///{tmp_path / 'study.db'}"
+    optuna.create_study(study_name="shared", storage=storage)
+    script = tmp_path / "worker.py"
+    script.write_text(_WORKER)
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
+        "OMP_NUM_THREADS": "1",
+    }
+    workers = [
+        subprocess.Popen(
+            [sys.executable, str(script), storage, str(seed)],
+            cwd=REPO,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for seed in (0, 1)
+    ]
+    outputs = []
+    try:
+        for worker in workers:
+            out, err = worker.communicate(timeout=240)
+            assert worker.returncode == 0, err[-2000:]
+            outputs.append(out)
+    finally:
+        for worker in workers:
+            if worker.poll() is None:
+                worker.kill()
+    study = optuna.load_study(study_name="shared", storage=storage)
+    complete = study.get_trials(states=(optuna.trial.TrialState.COMPLETE,))
+    assert len(complete) == 14
+    assert model_based(study)
+    # Each process saw the other's running trial as a pending point.
+    seen = [int(out.split("PENDING")[-1]) for out in outputs]
+    assert sum(seen) > 0, outputs
+
+
+def test_inconsistent_constraints_raise():
+    def objective(trial):
+        value = quadratic(trial)
+        if trial.number % 2:
+            trial.set_constraint("c", 0.0)
+        return value
+
+    study = optuna.create_study(sampler=SketchSampler(seed=0, n_startup_trials=3))
+    with pytest.raises(InputDataError, match="same constraints"):
+        study.optimize(objective, n_trials=5)

@@ -1,0 +1,193 @@
+"""NystromGP's checks of its inputs: bad data, options and test points are named."""
+
+import pytest
+import torch
+from botorch.exceptions.errors import (
+    BotorchTensorDimensionError,
+    InputDataError,
+    UnsupportedError,
+)
+from botorch.models import SingleTaskGP
+from botorch.models.transforms import Normalize
+from gpytorch.mlls import ExactMarginalLogLikelihood
+from helpers import toy_data
+
+from botorch_sketch import (
+    FixedSelector,
+    NystromGP,
+)
+from botorch_sketch.models import MultiOutputNystromGP
+
+
+def _data(n=40, d=3, seed=0, noise_sd=0.1, dtype=torch.double, device=None):
+    # Not the unit cube, and not centred.
+    def f(X):
+        return 5 + torch.sin(2 * X).sum(-1, keepdim=True)
+
+    return toy_data(n, d, f, noise_sd, seed, 2.0, 5.0, dtype=dtype, device=device)
+
+
+def _all_points(n):
+    return FixedSelector(torch.arange(n))
+
+
+def _row(i, like):
+    return torch.tensor([i], device=like.device)
+
+
+@pytest.mark.parametrize(
+    "make, error, match",
+    [
+        (
+            lambda X, Y: (X.clone().index_fill_(0, _row(3, X), float("nan")), Y),
+            InputDataError,
+            "train_X contains NaN",
+        ),
+        (
+            lambda X, Y: (X, Y.clone().index_fill_(0, _row(3, Y), float("inf"))),
+            InputDataError,
+            "train_Y contains infinite",
+        ),
+        (lambda X, Y: (X[:5], Y[:6]), BotorchTensorDimensionError, "rows"),
+        (lambda X, Y: (X[:0], Y[:0]), InputDataError, "at least one"),
+        (lambda X, Y: (X, Y.squeeze(-1)), BotorchTensorDimensionError, "n x 1"),
+        (
+            lambda X, Y: (X.expand(2, -1, -1), Y.expand(2, -1, -1)),
+            UnsupportedError,
+            "batched",
+        ),
+    ],
+)
+def test_bad_training_data_gets_a_clear_error(make, error, match, tkwargs):
+    X, Y = make(*_data(**tkwargs))
+    with pytest.raises(error, match=match):
+        NystromGP(X, Y)
+
+
+def test_negative_noise_and_bad_inducing_are_rejected(tkwargs):
+    X, Y = _data(**tkwargs)
+    with pytest.raises(InputDataError, match="negative"):
+        NystromGP(X, Y, train_Yvar=torch.full_like(Y, -0.1))
+    with pytest.raises(InputDataError, match="Inducing inputs"):
+        NystromGP(X, Y, inducing=torch.rand(5, 2, **tkwargs))
+    with pytest.raises(InputDataError, match="inducing must be"):
+        NystromGP(X, Y, inducing=7)
+
+
+def test_an_outcome_transform_that_makes_nan_is_named(tkwargs):
+    # Log of Y <= 0: the raw data passed the checks and every posterior was
+    # NaN (SingleTaskGP refuses it at construction).
+    from botorch.models.transforms.outcome import Log
+
+    X, Y = _data(**tkwargs)
+    with pytest.raises(InputDataError, match="outcome transform Log made NaN"):
+        NystromGP(X, Y - Y.max(), outcome_transform=Log())
+    model = NystromGP(X, Y - Y.min() + 0.1, outcome_transform=Log())
+    assert bool(torch.isfinite(model.posterior(X[:3]).mean).all())
+
+
+def test_bad_test_inputs_get_a_clear_error(tkwargs):
+    X, Y = _data(**tkwargs)
+    model = NystromGP(X, Y, input_transform=Normalize(3))
+    with pytest.raises(BotorchTensorDimensionError, match="trained on 3"):
+        model.posterior(torch.rand(4, 2, **tkwargs))
+    with pytest.raises(InputDataError, match="NaN"):
+        model.posterior(torch.full((4, 3), float("nan"), **tkwargs))
+    with pytest.raises(InputDataError, match="NaN"):
+        model.condition_on_observations(
+            X[:1], torch.full((1, 1), float("nan"), **tkwargs)
+        )
+
+
+@pytest.mark.parametrize("size", [-5, 0, 2.5, True, "10"])
+def test_fit_subset_size_must_be_a_positive_int(size, tkwargs):
+    X, Y = _data(**tkwargs)
+    with pytest.raises(InputDataError, match="fit_subset_size"):
+        NystromGP(X, Y, fit_subset_size=size)
+    model = NystromGP(X, Y)
+    model.fit_subset_size = size  # the attribute is documented as a setting too
+    with pytest.raises(InputDataError, match="fit_subset_size"):
+        model.select_inducing_points()
+
+
+def test_batched_covar_module_is_unsupported(tkwargs):
+    from gpytorch.kernels import RBFKernel, ScaleKernel
+
+    X, Y = _data(**tkwargs)
+    batch = torch.Size([2])
+    for kernel in (
+        ScaleKernel(RBFKernel(batch_shape=batch), batch_shape=batch),
+        ScaleKernel(RBFKernel(batch_shape=batch)),
+    ):
+        with pytest.raises(UnsupportedError, match="batch dimensions"):
+            NystromGP(X, Y, covar_module=kernel.to(**tkwargs))
+
+
+def test_empty_inducing_set_is_rejected(tkwargs):
+    X, Y = _data(**tkwargs)
+    with pytest.raises(InputDataError, match="at least one point"):
+        NystromGP(X, Y, inducing=torch.zeros(0, 3, **tkwargs))
+    with pytest.raises(InputDataError, match="at least one index"):
+        NystromGP(X, Y, inducing=FixedSelector([]))
+
+
+def test_negative_observation_noise_is_rejected(tkwargs):
+    X, Y = _data(**tkwargs)
+    model = NystromGP(X, Y)
+    Xt = 2 + 3 * torch.rand(4, 3, **tkwargs)
+    for bad, match in ((-0.1, "negative"), (float("nan"), "NaN")):
+        with pytest.raises(InputDataError, match=match):
+            model.posterior(Xt, observation_noise=torch.full((4, 1), bad, **tkwargs))
+
+
+def test_condition_on_observations_rejects_bad_noise_and_counts(tkwargs):
+    X, Y = _data(**tkwargs)
+    model = NystromGP(X, Y)
+    with pytest.raises(InputDataError, match="noise contains NaN"):
+        model.condition_on_observations(
+            X[:2], Y[:2], noise=torch.full((2, 1), float("nan"), **tkwargs)
+        )
+    with pytest.raises(BotorchTensorDimensionError, match="2 points but Y has 3"):
+        model.condition_on_observations(X[:2], Y[:3])
+    with pytest.raises(BotorchTensorDimensionError, match="noise must be shaped"):
+        model.condition_on_observations(
+            X[:2], Y[:2], noise=torch.full((3, 1), 0.1, **tkwargs)
+        )
+
+
+def test_one_dimensional_test_inputs_on_a_one_input_model(tkwargs):
+    # BoTorch's tutorial (fit with a torch optimizer) evaluates a 1-input
+    # model's posterior at a tensor of shape (n,): SingleTaskGP takes it as
+    # n points, q = n, and NystromGP refused it.
+    X, Y = _data(n=20, d=1, **tkwargs)
+    ref = SingleTaskGP(X, Y)
+    model = NystromGP(X, Y, inducing=_all_points(20))
+    model.load_state_dict(ref.state_dict())
+    Xt = torch.linspace(2.0, 5.0, 7, **tkwargs)
+    post, ref_post = model.posterior(Xt), ref.posterior(Xt)
+    assert post.mean.shape == ref_post.mean.shape == (7, 1)
+    assert post.distribution.covariance_matrix.shape == (7, 7)
+    torch.testing.assert_close(post.mean, ref_post.mean)
+    torch.testing.assert_close(post.variance, ref_post.variance)
+    noisy = model.posterior(Xt, observation_noise=True)
+    assert noisy.mean.shape == (7, 1)
+    # Two outcomes take it too.
+    two = MultiOutputNystromGP(X, torch.cat([Y, -Y], -1), inducing=_all_points(20))
+    assert two.posterior(Xt).mean.shape == (7, 2)
+    # With more inputs a 1-d tensor is not a set of points: refused, as before.
+    X3, Y3 = _data(n=20, d=3, **tkwargs)
+    with pytest.raises(BotorchTensorDimensionError, match="batch_shape x q x d"):
+        NystromGP(X3, Y3).posterior(torch.full((3,), 3.0, **tkwargs))
+
+
+def test_batch_cross_validation_is_refused_by_name(tkwargs):
+    from botorch.cross_validation import batch_cross_validation, gen_loo_cv_folds
+
+    X, Y = _data(n=8, **tkwargs)
+    folds = gen_loo_cv_folds(train_X=X, train_Y=Y)
+    with pytest.raises(UnsupportedError, match="batch_cross_validation"):
+        batch_cross_validation(
+            model_cls=NystromGP, mll_cls=ExactMarginalLogLikelihood, cv_folds=folds
+        )
+    with pytest.raises(UnsupportedError, match="batch_cross_validation"):
+        NystromGP(folds.train_X, folds.train_Y)

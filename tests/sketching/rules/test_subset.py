@@ -1,0 +1,164 @@
+import itertools
+
+import pytest
+import torch
+from botorch.exceptions.errors import InputDataError
+from gpytorch.kernels import MaternKernel
+
+from botorch_sketch.sketching.embedding.kernels import kernel_matrix
+from botorch_sketch.sketching.rules.greedy import GreedyVarianceSelector
+from botorch_sketch.sketching.rules.rule import Candidates
+from botorch_sketch.sketching.rules.subset import (
+    GradientDiversitySubset,
+    GreedyVarianceSubset,
+    RandomSubset,
+)
+
+
+def _gen(seed):
+    return torch.Generator().manual_seed(seed)
+
+
+def _inputs(n=60, d=3, p=5, seed=0):
+    g = _gen(seed)
+    X = torch.rand(n, d, generator=g, dtype=torch.double)
+    G = torch.randn(n, p, generator=g, dtype=torch.double)
+    kernel = MaternKernel(nu=2.5).double()
+    kernel.lengthscale = 0.3
+    return X, G, kernel
+
+
+RULES = [
+    lambda seed: RandomSubset(generator=_gen(seed)),
+    lambda seed: GradientDiversitySubset(generator=_gen(seed)),
+    lambda seed: GreedyVarianceSubset(generator=_gen(seed)),
+]
+
+
+@pytest.mark.parametrize("make_rule", RULES)
+@pytest.mark.parametrize("size", [7, 25, 60])
+def test_subset_has_the_forced_points_first_and_the_right_size(make_rule, size):
+    X, G, kernel = _inputs()
+    forced = torch.tensor([0, 1, 2, 59])
+    index = make_rule(0).select(
+        Candidates(X=X, kernel=kernel, gradients=G), size, forced=forced
+    )
+    assert index.shape == (size,)
+    assert index.unique().numel() == size
+    assert torch.equal(index[:4], forced)
+    assert int(index.min()) >= 0 and int(index.max()) < 60
+
+
+@pytest.mark.parametrize("make_rule", RULES)
+def test_selection_is_deterministic_under_a_seed(make_rule):
+    X, G, kernel = _inputs()
+    forced = torch.arange(3)
+    a = make_rule(5).select(
+        Candidates(X=X, kernel=kernel, gradients=G), 20, forced=forced
+    )
+    b = make_rule(5).select(
+        Candidates(X=X, kernel=kernel, gradients=G), 20, forced=forced
+    )
+    assert torch.equal(a, b)
+
+
+def test_random_and_perturbed_rules_change_with_the_seed():
+    X, G, kernel = _inputs()
+    forced = torch.arange(3)
+    for rule in (RandomSubset, GradientDiversitySubset):
+        a = rule(generator=_gen(1)).select(Candidates(gradients=G), 20, forced=forced)
+        b = rule(generator=_gen(2)).select(Candidates(gradients=G), 20, forced=forced)
+        assert set(a.tolist()) != set(b.tolist())
+
+
+def test_greedy_step_is_the_argmin_of_the_summed_cosines():
+    # Against the definition: each added point minimises its summed cosine
+    # similarity to the points chosen before it (an explicit N x N check).
+    _, G, _ = _inputs(n=30, p=4, seed=3)
+    forced = torch.tensor([4, 17])
+    index = GradientDiversitySubset(noise_std=0.0).select(
+        Candidates(gradients=G), 12, forced=forced
+    )
+    U = G / G.norm(dim=-1, keepdim=True)
+    cos = U @ U.T
+    for k in range(2, 12):
+        chosen = index[:k]
+        free = torch.ones(30, dtype=torch.bool)
+        free[chosen] = False
+        scores = cos[:, chosen].sum(-1)
+        best = scores[free].min()
+        assert torch.isclose(scores[index[k]], best)
+
+
+def test_greedy_ranks_near_the_exhaustive_optimum():
+    # N = 12, M = 5 with two forced: the greedy subset's summed pairwise cosine
+    # is in the best tenth of all 120 admissible subsets.
+    _, G, _ = _inputs(n=12, p=3, seed=11)
+    forced = torch.tensor([0, 11])
+    index = GradientDiversitySubset(noise_std=0.0).select(
+        Candidates(gradients=G), 5, forced=forced
+    )
+    U = G / G.norm(dim=-1, keepdim=True)
+
+    def objective(idx):
+        return float(U[torch.tensor(idx)].sum(0).pow(2).sum())
+
+    free = range(1, 11)
+    values = sorted(objective([0, 11, *c]) for c in itertools.combinations(free, 3))
+    assert objective(index.tolist()) <= values[len(values) // 10]
+
+
+def test_scalar_gradients_only_balance_signs():
+    # The paper's literal scalar gradient: cosines are signs, so the greedy
+    # subset alternates signs. This is the degeneracy the default avoids.
+    g = torch.randn(100, 1, generator=_gen(0), dtype=torch.double)
+    index = GradientDiversitySubset(noise_std=0.0).select(
+        Candidates(gradients=g), 30, forced=torch.arange(0)
+    )
+    assert abs(int(g[index].sign().sum())) <= 1
+
+
+def test_greedy_variance_matches_the_inducing_rule_without_forced_points():
+    X, _, kernel = _inputs()
+    ours = GreedyVarianceSubset().select(
+        Candidates(X=X, kernel=kernel), 15, forced=torch.arange(0)
+    )
+    noise = torch.ones(60, dtype=torch.double)
+    theirs = GreedyVarianceSelector(num_inducing=15, tolerance=None).select(
+        Candidates(X=X, kernel=kernel, noise=noise)
+    )
+    assert torch.equal(ours, theirs)
+
+
+def test_greedy_variance_prefers_points_far_from_the_forced_ones():
+    X, _, kernel = _inputs(n=80)
+    kernel.requires_grad_(False)
+    forced = torch.arange(5)
+    index = GreedyVarianceSubset().select(
+        Candidates(X=X, kernel=kernel), 10, forced=forced
+    )
+    K = kernel_matrix(kernel, X[index[5:6]], X[forced])
+    # The first free pick is the point least explained by the forced ones: its
+    # largest correlation with them is at most that of any other point.
+    others = kernel_matrix(kernel, X, X[forced]).amax(-1)
+    assert float(K.amax()) <= float(others.median())
+
+
+def test_bad_requests_name_the_problem():
+    X, G, kernel = _inputs()
+    rule = GradientDiversitySubset()
+    with pytest.raises(InputDataError, match="do not fit"):
+        rule.select(Candidates(gradients=G), 2, forced=torch.arange(3))
+    with pytest.raises(InputDataError, match="not in"):
+        rule.select(Candidates(gradients=G), 61, forced=torch.arange(3))
+    with pytest.raises(InputDataError, match="gradients"):
+        rule.select(Candidates(num_points=60), 10, forced=torch.arange(3))
+    with pytest.raises(InputDataError, match="distinct"):
+        rule.select(Candidates(gradients=G), 10, forced=torch.tensor([1, 1]))
+    with pytest.raises(InputDataError, match="kernel"):
+        GreedyVarianceSubset().select(
+            Candidates(num_points=60), 10, forced=torch.arange(3)
+        )
+    for noise_std in (-1.0, float("nan"), float("inf")):  # NaN passed ``< 0``
+        with pytest.raises(InputDataError, match="noise_std must be finite"):
+            GradientDiversitySubset(noise_std=noise_std)
