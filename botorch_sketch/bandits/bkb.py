@@ -44,7 +44,7 @@ References:
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 import torch
 from botorch.exceptions.errors import InputDataError
@@ -75,7 +75,7 @@ class BKB(DTCUCB):
         resample: Literal["every_step", "adaptive"] = "every_step",
         growth_factor: float = 2.0,
         max_dictionary: int | None = None,
-        **kwargs,
+        **kwargs: Any,
     ) -> None:
         r"""Configure BKB.
 

@@ -43,6 +43,7 @@ References:
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import torch
 from botorch.exceptions.errors import BotorchTensorDimensionError, InputDataError
@@ -201,7 +202,7 @@ class EKUCB(OnlineKernelUCB):
         mu: float | None = None,
         epsilon: float = 0.5,
         generator: torch.Generator | None = None,
-        **kwargs,
+        **kwargs: Any,
     ) -> None:
         r"""Configure the policy.
 
@@ -239,7 +240,7 @@ class CBKB(OnlineKernelUCB):
         qbar: float = 10.0,
         max_size: int | None = None,
         generator: torch.Generator | None = None,
-        **kwargs,
+        **kwargs: Any,
     ) -> None:
         r"""Configure the policy.
 
@@ -281,7 +282,7 @@ class CBBKB(CBKB):
         noise_var: float,
         dim: int,
         threshold: float = 3.0,
-        **kwargs,
+        **kwargs: Any,
     ) -> None:
         r"""Configure the policy.
 
