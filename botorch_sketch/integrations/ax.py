@@ -14,6 +14,16 @@ importing this module does the same, so a process that loads a saved client only
 has to import it first. Model and acquisition options must then be JSON values
 (numbers, strings, lists, dicts), not objects such as inducing selectors.
 
+At a thousand trials and more, Ax's acquisition (``qLogNoisyExpectedImprovement``)
+spends much of a trial pruning its baseline by a joint draw over every observed
+point, ``O(N^3)`` whatever the model. Pass
+``botorch_acqf_class=qLogNEIMarginalBaseline`` (of
+:mod:`botorch_sketch.acquisition.baseline`) to choose the baseline from the
+model's marginals instead, ``O(N m^2)`` with a ``NystromGP``; its options
+(``baseline_k``, ``baseline_max_size``) go in ``botorch_acqf_options``. It is
+opt-in: without a ``botorch_acqf_class`` Ax chooses the acquisition as it always
+does (``qLogNEHVI`` for several objectives, where the rule does not apply).
+
 Multi-objective experiments take the same strategy: Ax 1.3.1 models several
 outcomes with one batched model only for subclasses of BoTorch's
 ``BatchedMultiOutputGPyTorchModel`` (its ``use_model_list``), so it fits a
@@ -58,6 +68,7 @@ except ImportError as e:  # pragma: no cover - exercised in a subprocess
 from botorch_sketch.acquisition import (
     BKBUpperConfidenceBound,
     qBKBUpperConfidenceBound,
+    qLogNEIMarginalBaseline,
 )
 from botorch_sketch.checks import checked_count
 from botorch_sketch.models import GradientSubsetGP, NystromGP
@@ -92,7 +103,11 @@ def register_with_ax(*classes: type[Model] | type[AcquisitionFunction]) -> None:
 
 
 register_with_ax(
-    NystromGP, GradientSubsetGP, BKBUpperConfidenceBound, qBKBUpperConfidenceBound
+    NystromGP,
+    GradientSubsetGP,
+    BKBUpperConfidenceBound,
+    qBKBUpperConfidenceBound,
+    qLogNEIMarginalBaseline,
 )
 
 
@@ -209,10 +224,14 @@ def sketch_generation_strategy(
             client whose options are not JSON values cannot be saved.
         num_initial: The number of Sobol trials.
         botorch_acqf_class: A BoTorch acquisition function class, e.g.
-            :class:`~botorch_sketch.acquisition.BKBUpperConfidenceBound`; None for
-            Ax's choice (``qLogNoisyExpectedImprovement`` for one objective).
+            :class:`~botorch_sketch.acquisition.BKBUpperConfidenceBound`, or
+            :class:`~botorch_sketch.acquisition.qLogNEIMarginalBaseline` (Ax's
+            qLogNEI with a baseline chosen from the model's marginals, for one
+            objective at large N); None for Ax's choice
+            (``qLogNoisyExpectedImprovement`` for one objective).
         botorch_acqf_options: Keyword arguments for the acquisition function's
-            input constructor (e.g. ``{"rkhs_norm": 2.0}``; Ax's
+            input constructor (e.g. ``{"rkhs_norm": 2.0}``, or
+            ``{"baseline_k": 2.0, "baseline_max_size": 64}``; Ax's
             ``botorch_acqf_options``).
         optimizer_options: Keyword arguments for ``optimize_acqf``, e.g.
             ``{"num_restarts": 4, "raw_samples": 128}``.

@@ -5,6 +5,7 @@ import sys
 
 import pytest
 import torch
+from botorch.acquisition.logei import qLogNoisyExpectedImprovement
 from botorch.acquisition.multi_objective.logei import (
     qLogNoisyExpectedHypervolumeImprovement,
 )
@@ -23,7 +24,9 @@ from ax.generators.torch.botorch_modular.utils import use_model_list  # noqa: E4
 from botorch_sketch.acquisition import (  # noqa: E402
     BKBUpperConfidenceBound,
     bkb_beta,
+    marginal_baseline,
     qBKBUpperConfidenceBound,
+    qLogNEIMarginalBaseline,
 )
 from botorch_sketch.integrations.ax import (  # noqa: E402
     default_generation_strategy,
@@ -99,11 +102,12 @@ def surrogate_model(client):
     return client._generation_strategy.adapter.generator.surrogate.model
 
 
+@pytest.mark.slow
 def test_importing_the_package_does_not_import_ax_and_error_names_the_extra():
     code = (
         "import sys, botorch_sketch, botorch_sketch.integrations\n"
-        "import botorch_sketch.integrations.cli\n"
-        "import botorch_sketch.integrations.tune, botorch_sketch.benchmarks.tuning\n"
+        "import botorch_sketch.cli\n"
+        "import botorch_sketch.tune, botorch_sketch.benchmarks.tuning\n"
         "assert 'ax' not in sys.modules, 'importing botorch_sketch imported ax'\n"
         "sys.modules['ax'] = None\n"
         "try:\n"
@@ -166,6 +170,7 @@ def test_client_experiment_uses_our_model_and_beats_sobol(
     assert type(surrogate_model(loaded)) is model_class
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "acqf_class, batch", [(BKBUpperConfidenceBound, 1), (qBKBUpperConfidenceBound, 2)]
 )
@@ -195,6 +200,53 @@ def test_bkb_acquisition_named_by_class(acqf_class, batch, optimize_calls):
     # Ax minimises -branin through a posterior transform with weight -1.
     assert acqf.posterior_transform is not None
     assert float(acqf.posterior_transform.weights) == -1.0
+
+
+def test_marginal_baseline_option_runs_in_bounds_and_saves(optimize_calls, tmp_path):
+    gs = sketch_generation_strategy(
+        num_initial=6,
+        botorch_acqf_class=qLogNEIMarginalBaseline,
+        botorch_acqf_options={"baseline_k": 1.0, "baseline_max_size": 3},
+        optimizer_options=FAST,
+        seed=0,
+    )
+    client = branin_client(gs)
+    run_trials(client, 10)
+    assert len(optimize_calls) == 4
+    acqf = optimize_calls[-1]["acq_function"]
+    assert type(acqf) is qLogNEIMarginalBaseline and acqf.marginal_baseline
+    # The options reached it, and its baseline is the rule's on Ax's data, for
+    # the minimised outcome (Ax's posterior transform of weight -1).
+    assert (acqf.baseline_k, acqf.baseline_max_size) == (1.0, 3)
+    model = surrogate_model(client)
+    X = client._generation_strategy.adapter.generator.surrogate.Xs[0]
+    expected = marginal_baseline(
+        model, X, k=1.0, max_size=3, posterior_transform=acqf.posterior_transform
+    )
+    assert torch.equal(acqf.X_baseline, expected)
+    trials = client._experiment.trials.values()
+    for trial in trials:
+        p = trial.arm.parameters
+        assert -5 <= p["x0"] <= 10 and 0 <= p["x1"] <= 15
+    # A saved client loads and continues with the option.
+    path = tmp_path / "client.json"
+    client.save_to_json_file(str(path))
+    loaded = Client.load_from_json_file(str(path))
+    assert list(loaded.get_next_trials(max_trials=1)) == [10]
+    acqf = optimize_calls[-1]["acq_function"]
+    assert type(acqf) is qLogNEIMarginalBaseline and acqf.baseline_max_size == 3
+
+
+def test_without_the_option_ax_keeps_its_own_acquisition(optimize_calls):
+    run_trials(
+        branin_client(
+            sketch_generation_strategy(num_initial=4, optimizer_options=FAST)
+        ),
+        5,
+    )
+    acqf = optimize_calls[-1]["acq_function"]
+    assert type(acqf) is qLogNoisyExpectedImprovement
+    assert acqf.prune_baseline
 
 
 def test_optimizer_options_reach_optimize_acqf(optimize_calls):

@@ -10,6 +10,7 @@ pytest.importorskip("ax")
 from ax.api.client import Client  # noqa: E402
 from ax.api.configs import RangeParameterConfig  # noqa: E402
 
+from botorch_sketch.acquisition import qLogNEIMarginalBaseline  # noqa: E402
 from botorch_sketch.integrations import ax_carried  # noqa: E402
 from botorch_sketch.integrations.ax import sketch_generation_strategy  # noqa: E402
 from botorch_sketch.integrations.ax_carried import (  # noqa: E402
@@ -17,7 +18,7 @@ from botorch_sketch.integrations.ax_carried import (  # noqa: E402
     CarriedNystromGP,
     forget,
 )
-from botorch_sketch.models.nystrom.fitting import NystromFittingMixin  # noqa: E402
+from botorch_sketch.models.nystrom_gp import NystromGP  # noqa: E402
 
 BRANIN = Branin()
 FAST = {"num_restarts": 2, "raw_samples": 64}
@@ -40,17 +41,17 @@ def quiet_and_forgetful():
 def fits(monkeypatch):
     # Every fit that actually runs (NystromGP's own custom_fit).
     calls = []
-    original = NystromFittingMixin.custom_fit
+    original = NystromGP.custom_fit
 
     def counted(self, *args, **kwargs):
         calls.append(self.train_X.shape[0])
         return original(self, *args, **kwargs)
 
-    monkeypatch.setattr(NystromFittingMixin, "custom_fit", counted)
+    monkeypatch.setattr(NystromGP, "custom_fit", counted)
     return calls
 
 
-def _client(carry, refit_growth, attached=20):
+def _client(carry, refit_growth, attached=20, **strategy):
     client = Client(random_seed=0)
     client.configure_experiment(
         parameters=[
@@ -71,6 +72,7 @@ def _client(carry, refit_growth, attached=20):
             model_options=options,
             optimizer_options=FAST,
             use_existing_trials=True,
+            **strategy,
         )
     )
     return client
@@ -134,3 +136,32 @@ def test_bad_options_are_refused():
         CarriedNystromGP(X, Y, carry="k", refit_growth=float("nan"))
     with pytest.raises(UnsupportedError, match="one outcome"):
         CarriedNystromGP(X, torch.rand(10, 2).double(), carry="k")
+
+
+def test_carried_model_with_the_marginal_baseline(fits, monkeypatch):
+    import ax.generators.torch.botorch_modular.acquisition as ax_acquisition
+
+    acqfs = []
+    original = ax_acquisition.optimize_acqf
+
+    def spy(*args, **kwargs):
+        acqfs.append(kwargs["acq_function"])
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(ax_acquisition, "optimize_acqf", spy)
+    client = _client(
+        "study",
+        refit_growth=1.0,
+        attached=40,
+        botorch_acqf_class=qLogNEIMarginalBaseline,
+        botorch_acqf_options={"baseline_max_size": 4},
+    )
+    for _ in range(3):
+        _trial(client)
+    assert fits == [40]
+    assert len(acqfs) == 3
+    assert all(type(a) is qLogNEIMarginalBaseline for a in acqfs)
+    assert all(a.marginal_baseline and a.X_baseline.shape[0] <= 4 for a in acqfs)
+    for trial in client._experiment.trials.values():
+        p = trial.arm.parameters
+        assert -5 <= p["x0"] <= 10 and 0 <= p["x1"] <= 15
