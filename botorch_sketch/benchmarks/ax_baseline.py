@@ -125,7 +125,9 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, nargs="+", default=[1000])
     parser.add_argument("--trials", type=int, default=6)
-    parser.add_argument("--strategies", nargs="+", default=list(STRATEGIES))
+    parser.add_argument(
+        "--strategies", nargs="+", default=list(STRATEGIES), choices=STRATEGIES
+    )
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     logging.getLogger("ax").setLevel(logging.WARNING)
