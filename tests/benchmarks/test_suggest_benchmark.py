@@ -65,3 +65,25 @@ def test_regret_runs_report_the_best_noise_free_value(monkeypatch):
     text = suggest.render_regret(rows)
     assert "12 trials, 1 seeds" in text
     assert f"| {suggest.SKETCH} | {rows[0].regrets[0]:.4f} |" in text
+
+
+def test_the_mixed_task_has_failed_trials_and_times_suggestions():
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    params = [suggest._random_params("mixed", rng) for _ in range(4000)]
+    failed = 0
+    for p in params:
+        try:
+            suggest._mixed_score(p, rng)
+        except suggest.Failed:
+            failed += 1
+    # The corner a + b > 1.7 holds 4.5% of the box.
+    assert 0.03 < failed / len(params) < 0.06
+    assert {type(p["act"]) for p in params} == {str}
+    assert suggest.BUDGETS["mixed"].task == "mixed"
+    study, step = suggest._study(suggest.SKETCH, 60, "mixed")
+    states = {t.state.name for t in study.trials}
+    assert states == {"COMPLETE", "FAIL"} and len(study.trials) == 59
+    assert step() > 0 and len(study.trials) == 60
+    assert study.trials[-1].state.name in ("COMPLETE", "FAIL")

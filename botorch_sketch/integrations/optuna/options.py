@@ -15,6 +15,7 @@ from optuna.samplers import BaseSampler
 from torch import Tensor
 
 from botorch_sketch.models import NystromGP
+from botorch_sketch.sketching.rules import SelectionRule
 
 #: ``(train_X, train_Y) -> fitted Model``: ``train_X`` is ``n x D`` in the unit
 #: cube, ``train_Y`` is ``n x 1`` (to be maximised), both float64.
@@ -23,6 +24,15 @@ ModelFactory = Callable[[Tensor, Tensor], Model]
 #: Scheduled refits also wait for the trials to grow by 5% (every ``refit_every``
 #: trials up to 200, every 5% of the trials after): see ``IncrementalGP``.
 _REFIT_GROWTH = 0.05
+
+#: A study's stored hyperparameters start a new sampler's first fit, which then
+#: takes at most this many L-BFGS-B iterations.
+_SHORT_FIT_MAXITER = 50
+#: Fits on a subset (more trials than ``fit_subset_size``) take at most this
+#: many: on the mixed benchmark task at N = 1000 a fit from the priors ran 1570
+#: iterations (80 s) for a test error that 150 (10 s) already reached, the
+#: rest creeping the lengthscales of irrelevant inputs towards infinity.
+_LARGE_FIT_MAXITER = 150
 
 
 @dataclass(frozen=True)
@@ -47,6 +57,9 @@ class _SamplerOptions:
     acquisition: str
     warp_objective: bool
     warn_independent_sampling: bool
+    # Defaults: options pickled before they existed come back with them.
+    max_inducing: int | None = 384
+    fit_subset_size: int | None = 500
 
     def __post_init__(self) -> None:
         _check_model(self.model, self.model_options)
@@ -58,6 +71,10 @@ class _SamplerOptions:
         _check_int("max_baseline", self.max_baseline, 1)
         _check_int("refit_every", self.refit_every, 1)
         _check_acquisition(self.acquisition)
+        if self.max_inducing is not None:
+            _check_int("max_inducing", self.max_inducing, 1)
+        if self.fit_subset_size is not None:
+            _check_int("fit_subset_size", self.fit_subset_size, 2)
         _check_bool("warp_objective", self.warp_objective)
         if self.raw_samples < self.num_restarts:
             raise InputDataError(
@@ -79,6 +96,32 @@ class _SamplerOptions:
     def carries_nystrom(self) -> bool:
         r"""Whether ``NystromGP`` is carried by ``IncrementalGP`` between trials."""
         return self.model is NystromGP and self.warm_start
+
+    def incremental_kwargs(self) -> dict[str, Any]:
+        r"""``IncrementalGP``'s caps: the inducing set's size, the fitting subset.
+
+        Each applies unless ``model_options`` already decide it: fixed
+        inducing inputs (no rule to cap), a ``fit_subset_size`` of their own,
+        or an input transform or observed noise (which a fitting subset
+        does not support).
+        """
+        model_options = self.model_options or {}
+        kwargs: dict[str, Any] = {}
+        inducing = model_options.get("inducing")
+        if self.max_inducing is not None and (
+            inducing is None or isinstance(inducing, SelectionRule)
+        ):
+            kwargs["max_inducing"] = self.max_inducing
+        subset = self.fit_subset_size
+        if (
+            subset is not None
+            and "fit_subset_size" not in model_options
+            and model_options.get("input_transform") is None
+        ):
+            kwargs["model_kwargs"] = {**model_options, "fit_subset_size": subset}
+        else:
+            kwargs["model_kwargs"] = dict(model_options)
+        return kwargs
 
 
 def _check_model(model: Any, model_options: dict[str, Any] | None) -> None:

@@ -3,6 +3,7 @@ r"""What ``SketchSampler`` carries from one trial of a study to the next."""
 
 from __future__ import annotations
 
+import json
 import threading
 import warnings
 import weakref
@@ -13,17 +14,28 @@ import torch
 from botorch.exceptions.errors import InputDataError
 from botorch.fit import fit_gpytorch_mll
 from botorch.models.model import Model
+from botorch.optim.fit import fit_gpytorch_mll_scipy
 from gpytorch.mlls import ExactMarginalLogLikelihood
-from optuna.distributions import BaseDistribution
+from optuna.distributions import BaseDistribution, distribution_to_json
 from optuna.study import Study
 from optuna.trial import FrozenTrial
 from torch import Tensor
 
 from botorch_sketch.bo import IncrementalGP
 from botorch_sketch.integrations.optuna.encoding import _TKWARGS, _Encoding
-from botorch_sketch.integrations.optuna.options import _REFIT_GROWTH, _SamplerOptions
+from botorch_sketch.integrations.optuna.options import (
+    _LARGE_FIT_MAXITER,
+    _REFIT_GROWTH,
+    _SHORT_FIT_MAXITER,
+    _SamplerOptions,
+)
+from botorch_sketch.integrations.optuna.trials import _SYSTEM_ATTR_MAX_LENGTH
 from botorch_sketch.integrations.optuna.warping import _HalfRankWarp, _warped
 from botorch_sketch.models.nystrom_gp import ExactRegimeWarning
+
+#: The study's system attributes ``{key}:{output}:{chunk}`` hold the carried
+#: model's last fitted hyperparameters (JSON, in chunks the RDB storage takes).
+_HYPERPARAMETERS_KEY = "botorch_sketch:hyperparameters"
 
 
 class _CarriedModels:
@@ -142,12 +154,26 @@ class _CarriedModels:
             if options.carries_nystrom:
                 surrogate = self.incremental.get(name)
                 if surrogate is None:
+                    optimizer = _Optimizer(self.stored_hyperparameters(name))
                     surrogate = self.incremental[name] = IncrementalGP(
                         refit_every=options.refit_every,
                         refit_growth=_REFIT_GROWTH,
-                        model_kwargs=options.model_options,
+                        fit_kwargs={"optimizer": optimizer},
+                        **options.incremental_kwargs(),
                     )
-                return surrogate(train_X, train_Y)
+                optimizer = surrogate.fit_kwargs.get("optimizer")
+                if isinstance(optimizer, _Optimizer):
+                    subset = options.fit_subset_size
+                    large = subset is not None and train_X.shape[0] > subset
+                    optimizer.maxiter = _LARGE_FIT_MAXITER if large else None
+                    # At large N the inducing set changes only at refits: a
+                    # point joining it between them re-embeds the set and
+                    # folds the read-out twice (``O(n m^2 + m^3)``).
+                    surrogate.grow_between_refits = not large
+                model = surrogate(train_X, train_Y)
+                if surrogate.counts.last in ("built", "refit"):
+                    self.store_hyperparameters(name, model)
+                return model
             model = options.model(train_X, train_Y, **options.model_options)
             state = self.warm_states.get(name) if options.warm_start else None
             if state is not None:
@@ -159,3 +185,122 @@ class _CarriedModels:
                 key: value.detach().clone() for key, value in model.named_parameters()
             }
         return model
+
+    # ------------------------------------------- hyperparameters in the study
+
+    def _storage(self) -> tuple[Any, int] | None:
+        # The study's storage and id (see ``use``), None when it is gone.
+        if self.study_key is None:
+            return None
+        storage = self.study_key[0]()
+        return None if storage is None else (storage, self.study_key[1])
+
+    def _space_signature(self) -> list[list[str]]:
+        return [
+            [name, distribution_to_json(d)]
+            for name, d in (self.warm_space or {}).items()
+        ]
+
+    def store_hyperparameters(self, name: str, model: Model) -> None:
+        r"""Write ``model``'s fitted hyperparameters to the study's system attributes.
+
+        As plain lists of the raw parameters by name, with the search space
+        they were fitted for. Another sampler on the study (a resumed study, a
+        new worker on shared storage) starts its first fit from them: see
+        :meth:`stored_hyperparameters`. System attributes, not user ones:
+        they are the sampler's state, as the running trials' shared
+        parameters are (:func:`_share_relative_params`), and a user attribute
+        would show in ``study.user_attrs`` among the user's own. Optuna 5 sets
+        them only through the storage.
+        """
+        where = self._storage()
+        if where is None:
+            return
+        storage, study_id = where
+        text = json.dumps(
+            {
+                "space": self._space_signature(),
+                "parameters": {
+                    key: value.detach().cpu().tolist()
+                    for key, value in model.named_parameters()
+                },
+            }
+        )
+        for i in range(0, len(text), _SYSTEM_ATTR_MAX_LENGTH):
+            storage.set_study_system_attr(
+                study_id,
+                f"{_HYPERPARAMETERS_KEY}:{name}:{i // _SYSTEM_ATTR_MAX_LENGTH}",
+                text[i : i + _SYSTEM_ATTR_MAX_LENGTH],
+            )
+        # A shorter text than an earlier one's: its last chunks are stale.
+        storage.set_study_system_attr(
+            study_id,
+            f"{_HYPERPARAMETERS_KEY}:{name}:{-(-len(text) // _SYSTEM_ATTR_MAX_LENGTH)}",
+            "",
+        )
+
+    def stored_hyperparameters(self, name: str) -> dict[str, Any] | None:
+        r"""The hyperparameters the study holds for output ``name``, if any.
+
+        None unless they were fitted for the current search space (same
+        parameters, distributions and order).
+        """
+        where = self._storage()
+        if where is None:
+            return None
+        storage, study_id = where
+        attrs = storage.get_study_system_attrs(study_id)
+        chunks = []
+        while chunk := attrs.get(f"{_HYPERPARAMETERS_KEY}:{name}:{len(chunks)}"):
+            chunks.append(chunk)
+        if not chunks:
+            return None
+        try:
+            stored = json.loads("".join(chunks))
+        except json.JSONDecodeError:
+            return None
+        if stored.get("space") != self._space_signature():
+            return None
+        return stored.get("parameters")
+
+
+class _Optimizer:
+    r"""``fit_gpytorch_mll``'s optimizer for a carried ``NystromGP``.
+
+    BoTorch's ``fit_gpytorch_mll_scipy``, with at most ``maxiter`` iterations
+    when set (the sampler sets it for fits on a subset: see
+    ``_LARGE_FIT_MAXITER``; BoTorch accepts a fit so stopped, and does not
+    retry it from the priors). Given a study's stored hyperparameters
+    (``parameters``), its first call loads them into the model being fitted
+    (the fitting subset's, for a ``NystromGP`` fitted on one) and runs a short
+    fit: at most ``_SHORT_FIT_MAXITER`` iterations.
+    """
+
+    def __init__(self, parameters: dict[str, Any] | None) -> None:
+        self.parameters = parameters
+        self.maxiter: int | None = None
+
+    def __call__(self, mll: Any, *args: Any, **kwargs: Any) -> Any:
+        maxiter = self.maxiter
+        if self.parameters is not None:
+            _load_hyperparameters(mll.model, self.parameters)
+            self.parameters = None
+            maxiter = min(maxiter or _SHORT_FIT_MAXITER, _SHORT_FIT_MAXITER)
+        if maxiter is not None:
+            options = dict(kwargs.get("options") or {})
+            options.setdefault("maxiter", maxiter)
+            kwargs["options"] = options
+        return fit_gpytorch_mll_scipy(mll, *args, **kwargs)
+
+
+def _load_hyperparameters(model: Model, parameters: dict[str, Any]) -> None:
+    r"""Copy stored raw hyperparameters into ``model`` where names and shapes match."""
+    with torch.no_grad():
+        for key, parameter in model.named_parameters():
+            if key not in parameters:
+                continue
+            value = torch.as_tensor(
+                parameters[key], dtype=parameter.dtype, device=parameter.device
+            )
+            if value.shape == parameter.shape:
+                parameter.copy_(value)

@@ -1,0 +1,123 @@
+import pickle
+
+import pytest
+import torch
+
+optuna = pytest.importorskip("optuna")
+
+from botorch.exceptions.errors import InputDataError  # noqa: E402
+from optuna_helpers import FAST, quadratic  # noqa: E402
+
+from botorch_sketch.integrations.optuna import SketchSampler  # noqa: E402
+from botorch_sketch.integrations.optuna import state as state_module  # noqa: E402
+from botorch_sketch.integrations.optuna.options import (  # noqa: E402
+    _SHORT_FIT_MAXITER,
+)
+from botorch_sketch.sketching.rules import RidgeLeverageSampler  # noqa: E402
+
+NAME = "objective 0"
+
+
+def _parameters(model):
+    return {k: v.detach().clone() for k, v in model.named_parameters()}
+
+
+def test_a_resumed_study_starts_from_the_stored_hyperparameters(monkeypatch):
+    storage = optuna.storages.InMemoryStorage()
+    first = SketchSampler(seed=0, n_startup_trials=5, refit_every=3, **FAST)
+    study = optuna.create_study(storage=storage, sampler=first)
+    study.optimize(quadratic, n_trials=9)
+    carried = first._carried.incremental[NAME]
+    assert carried.counts.builds == 1 and carried.counts.refits >= 1
+    # What the study holds is the last fit (conditioning keeps it).
+    stored = first._carried.stored_hyperparameters(NAME)
+    fitted = _parameters(carried.model)
+    assert sorted(stored) == sorted(fitted)
+    for key, value in fitted.items():
+        assert torch.equal(torch.tensor(stored[key], dtype=value.dtype), value)
+
+    starts = []
+    original = state_module.fit_gpytorch_mll_scipy
+
+    def spy(mll, *args, **kwargs):
+        options = kwargs.get("options") or {}
+        starts.append((_parameters(mll.model), options.get("maxiter")))
+        return original(mll, *args, **kwargs)
+
+    monkeypatch.setattr(state_module, "fit_gpytorch_mll_scipy", spy)
+    # A new worker (or a resumed run) on the same storage.
+    second = SketchSampler(seed=1, n_startup_trials=5, refit_every=3, **FAST)
+    resumed = optuna.load_study(
+        study_name=study.study_name, storage=storage, sampler=second
+    )
+    resumed.optimize(quadratic, n_trials=1)
+    # One short fit, started at the stored values: not from the priors.
+    assert len(starts) == 1
+    start, maxiter = starts[0]
+    assert maxiter == _SHORT_FIT_MAXITER
+    for key, value in fitted.items():
+        assert torch.equal(start[key], value)
+    assert second._carried.incremental[NAME].counts.builds == 1
+    # Later refits are BoTorch's own (the stored values start one fit only).
+    resumed.optimize(quadratic, n_trials=3)
+    assert len(starts) > 1 and all(m is None for _, m in starts[1:])
+    # The sampler pickles with its optimizer.
+    pickle.loads(pickle.dumps(second))
+
+
+def test_stored_hyperparameters_belong_to_their_search_space(monkeypatch):
+    storage = optuna.storages.InMemoryStorage()
+    sampler = SketchSampler(seed=0, n_startup_trials=4, **FAST)
+    study = optuna.create_study(storage=storage, sampler=sampler)
+    study.optimize(quadratic, n_trials=5)
+    assert sampler._carried.stored_hyperparameters(NAME) is not None
+
+    calls = []
+    original = state_module._load_hyperparameters
+    monkeypatch.setattr(
+        state_module,
+        "_load_hyperparameters",
+        lambda *a: calls.append(1) or original(*a),
+    )
+    fresh = SketchSampler(seed=0, n_startup_trials=4, **FAST)
+    other_study = optuna.create_study(storage=storage, sampler=fresh)
+    other_study.optimize(quadratic, n_trials=5)
+    # Another study of the same storage holds none of its own.
+    assert calls == []
+    # The same study's hyperparameters, read for another search space: none.
+    space = dict(sampler._carried.warm_space)
+    reader = SketchSampler(seed=0)._carried
+    reader.use(study, space)
+    assert reader.stored_hyperparameters(NAME) is not None
+    reader.use(study, {**space, "z": optuna.distributions.FloatDistribution(0, 1)})
+    assert reader.stored_hyperparameters(NAME) is None
+    reader.use(study, dict(reversed(space.items())))
+    assert reader.stored_hyperparameters(NAME) is None
+    # No storage entry is left half-read: a shorter text ends at an empty chunk.
+    key = f"{state_module._HYPERPARAMETERS_KEY}:{NAME}"
+    attrs = storage.get_study_system_attrs(study._study_id)
+    assert attrs[f"{key}:0"] and attrs[f"{key}:1"] == ""
+
+
+def test_the_caps_reach_incremental_gp():
+    sampler = SketchSampler(seed=0, n_startup_trials=3, max_inducing=7, **FAST)
+    study = optuna.create_study(sampler=sampler)
+    study.optimize(quadratic, n_trials=4)
+    carried = sampler._carried.incremental[NAME]
+    assert carried.max_inducing == 7
+    assert carried.model_kwargs["fit_subset_size"] == 500
+    assert carried.model_kwargs["inducing"].max_size == 7
+    options = SketchSampler(
+        max_inducing=None,
+        fit_subset_size=None,
+        model_options={"inducing": RidgeLeverageSampler()},
+    )._options.incremental_kwargs()
+    assert (
+        "max_inducing" not in options
+        and "fit_subset_size" not in (options["model_kwargs"])
+    )
+    fixed = SketchSampler(model_options={"inducing": torch.rand(3, 2)})._options
+    assert "max_inducing" not in fixed.incremental_kwargs()
+    for bad in ({"max_inducing": 0}, {"fit_subset_size": 1}, {"max_inducing": 2.5}):
+        with pytest.raises(InputDataError, match=next(iter(bad))):
+            SketchSampler(**bad)
