@@ -39,6 +39,7 @@ from botorch_sketch.benchmarks import (
     linear,
     scale,
     suggest,
+    suggest_pareto,
     throughput,
     tuning,
     tuning_peers,
@@ -143,6 +144,8 @@ def _suggest(budget: str, stem: str) -> tuple[str, list[str]]:
         parts.append(suggest.render(suggest.run(budget), machine(threads=1)))
     if suggest.BUDGETS[budget].regret_trials:
         parts.append(suggest.render_regret(suggest.run_regret(budget)))
+    if suggest.BUDGETS[budget].pareto_trials:
+        parts.append(suggest_pareto.render_pareto(suggest_pareto.run_pareto(budget)))
     return "\n\n".join(parts), []
 
 

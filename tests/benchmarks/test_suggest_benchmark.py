@@ -4,7 +4,7 @@ import pytest
 
 pytest.importorskip("optuna")
 
-from botorch_sketch.benchmarks import suggest  # noqa: E402
+from botorch_sketch.benchmarks import suggest, suggest_pareto  # noqa: E402
 
 
 @pytest.mark.slow
@@ -47,7 +47,7 @@ def test_the_scores_have_one_optimum_inside_the_box():
     assert abs(np.mean(scores)) < 0.03 and 0.03 < np.std(scores) < 0.07
     assert suggest._score(worse, rng) < -3.5
     with pytest.raises(KeyError, match="Unknown method"):
-        suggest._sampler("TPE")
+        suggest.make_sampler("TPE")
 
 
 @pytest.mark.slow
@@ -87,3 +87,29 @@ def test_the_mixed_task_has_failed_trials_and_times_suggestions():
     assert states == {"COMPLETE", "FAIL"} and len(study.trials) == 59
     assert step() > 0 and len(study.trials) == 60
     assert study.trials[-1].state.name in ("COMPLETE", "FAIL")
+
+
+def test_the_two_objective_task_and_its_hypervolume(monkeypatch):
+    import numpy as np
+
+    # Two points against (4, 3): 1 x 2 + 1 x 1 (the second's own strip).
+    assert (
+        suggest_pareto.hypervolume_2d(np.array([[3.0, 1.0], [2.0, 2.0]]), (4, 3)) == 3.0
+    )
+    # Dominated points and points beyond the reference add nothing.
+    points = np.array([[3.0, 1.0], [2.0, 2.0], [3.5, 2.5], [5.0, 0.0]])
+    assert suggest_pareto.hypervolume_2d(points, (4, 3)) == 3.0
+    # Width lowers the loss and raises the cost: a trade-off.
+    p = {"lr": 10**-2.5, "a": 0.5, "b": 0.6, "dropout": 0.2, "width": 2}
+    narrow, wide = (
+        suggest_pareto._two_objective(p),
+        suggest_pareto._two_objective({**p, "width": 12}),
+    )
+    assert narrow[0] > wide[0] and narrow[1] < wide[1]
+    tiny = suggest.Budget([], 0, [suggest.TPE], pareto_trials=6, pareto_seeds=[0, 1])
+    monkeypatch.setitem(suggest.BUDGETS, "tiny", tiny)
+    rows = suggest_pareto.run_pareto("tiny")
+    assert [r.method for r in rows] == [suggest.TPE]
+    assert len(rows[0].hypervolumes) == 2 and all(s > 0 for s in rows[0].seconds)
+    assert all(0 <= h < 4.4 for h in rows[0].hypervolumes)
+    assert "| TPESampler |" in suggest_pareto.render_pareto(rows)

@@ -7,7 +7,9 @@ r"""An Optuna sampler backed by this package's models and BoTorch's acquisitions
 to the completed trials and suggests the next one by maximising BoTorch's
 ``qLogNoisyExpectedImprovement`` (one objective) or
 ``qLogNoisyExpectedHypervolumeImprovement`` (several), with the running trials as
-pending points. Its model costs ``O(n m^2)`` per fit for ``n`` trials and an
+pending points (a trial chosen alone: analytic ``LogExpectedImprovement``, or
+``qLogExpectedHypervolumeImprovement`` over the posterior means' Pareto front).
+Its model costs ``O(n m^2)`` per fit for ``n`` trials and an
 inducing set of ``m``, against the ``O(n^3)`` of Optuna's exact-GP ``GPSampler``;
 BoTorch's acquisition optimisation adds about a second per trial whatever ``n``,
 so ``GPSampler`` is the faster of the two below about a thousand trials.

@@ -7,6 +7,11 @@ and constraint, analytic ``LogExpectedImprovement`` for a trial chosen alone,
 else ``qLogNoisyExpectedImprovement`` (one objective) or
 ``qLogNoisyExpectedHypervolumeImprovement`` (several), maximised by
 :func:`_maximise` so as not to repeat an observed or running configuration.
+Several objectives chosen alone (no constraints, no pending points) take
+``qLogExpectedHypervolumeImprovement`` over the box decomposition of the
+posterior means' Pareto front, as ``GPSampler`` takes log EHVI; every
+hypervolume acquisition takes ``GPSampler``'s reference point
+(:func:`_reference_point`).
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from botorch.acquisition.acquisition import AcquisitionFunction
 from botorch.acquisition.analytic import LogExpectedImprovement
 from botorch.acquisition.logei import qLogNoisyExpectedImprovement
 from botorch.acquisition.multi_objective.logei import (
+    qLogExpectedHypervolumeImprovement,
     qLogNoisyExpectedHypervolumeImprovement,
 )
 from botorch.acquisition.multi_objective.objective import (
@@ -29,12 +35,17 @@ from botorch.models import ModelListGP
 from botorch.models.model import Model
 from botorch.optim import optimize_acqf
 from botorch.sampling import SobolQMCNormalSampler
-from botorch.utils.multi_objective.hypervolume import infer_reference_point
+from botorch.utils.multi_objective.box_decompositions.non_dominated import (
+    FastNondominatedPartitioning,
+)
 from botorch.utils.multi_objective.pareto import is_non_dominated
 from botorch.utils.sampling import draw_sobol_samples
 from torch import Tensor
 
 from botorch_sketch.integrations.optuna.warping import _modelable
+
+#: Quasi-Monte Carlo samples of qLogEHVI for a trial chosen alone, at most.
+_EHVI_MC_SAMPLES = 64
 
 
 def _suggest(
@@ -66,8 +77,10 @@ def _suggest(
         mc_samples: Quasi-Monte Carlo samples.
         max_baseline: Largest baseline passed to the acquisition.
         round_to_grid: Maps ``... x D`` points to valid configurations.
-        analytic: Use analytic LogEI when the trial is chosen alone (one
-            objective, no constraints, no pending points).
+        analytic: When the trial is chosen alone (no constraints, no pending
+            points), use analytic LogEI (one objective) or qLogEHVI over the
+            posterior means' Pareto front (several) rather than the noisy
+            Monte Carlo acquisitions.
         warp: ``(Y, name) -> values modelled``, a monotone map of a single
             objective's ``n x 1`` values (several objectives and the
             constraints are modelled as they are).
@@ -103,6 +116,26 @@ def _suggest(
         acqf = LogExpectedImprovement(model=model, best_f=best_f)
         return _maximise(acqf, train_X, None, num_restarts, raw_samples, round_to_grid)
     sampler = SobolQMCNormalSampler(torch.Size([mc_samples]), seed=seed)
+    if analytic and n_obj > 1 and train_con is None and pending_X is None:
+        # Several objectives chosen alone: the improvement over the Pareto
+        # front of the posterior means at the observed points (noise-free,
+        # as LogEI's incumbent above), one box decomposition in all, where
+        # qLogNEHVI decomposes the front of every joint sample of the baseline.
+        with torch.no_grad():
+            mean = model.posterior(train_X.unsqueeze(-2)).mean.squeeze(-2)
+        partitioning = FastNondominatedPartitioning(
+            ref_point=_reference_point(train_obj),
+            Y=mean[is_non_dominated(mean)],
+        )
+        acqf = qLogExpectedHypervolumeImprovement(
+            model=model,
+            ref_point=partitioning.ref_point,
+            partitioning=partitioning,
+            sampler=SobolQMCNormalSampler(
+                torch.Size([min(mc_samples, _EHVI_MC_SAMPLES)]), seed=seed
+            ),
+        )
+        return _maximise(acqf, train_X, None, num_restarts, raw_samples, round_to_grid)
     baseline = _baseline(model, train_X, n_obj, max_baseline)
     if n_obj == 1:
         acqf = qLogNoisyExpectedImprovement(
@@ -120,11 +153,10 @@ def _suggest(
             if train_con is None
             else (train_con <= 0).all(dim=-1)
         )
-        front = train_obj[feasible] if feasible.any() else train_obj
-        front = front[is_non_dominated(front)]
+        ref_point = _reference_point(train_obj, feasible)
         acqf = qLogNoisyExpectedHypervolumeImprovement(
             model=model,
-            ref_point=infer_reference_point(front),
+            ref_point=ref_point,
             X_baseline=baseline,
             sampler=sampler,
             objective=(
@@ -215,6 +247,33 @@ def _taken(X: Tensor, taken: Tensor) -> Tensor:
     return torch.cat(
         [(torch.cdist(x, taken, p=math.inf) <= 1e-9).any(dim=-1) for x in X.split(256)]
     )
+
+
+def _reference_point(train_obj: Tensor, feasible: Tensor | None = None) -> Tensor:
+    r"""``GPSampler``'s hypervolume reference point, in ``train_obj``'s units.
+
+    Each objective is standardised over every trial; the reference is the
+    worst standardised value (of the feasible trials when there are any) made
+    10% worse: ``w - 0.1 |w|``, to be maximised. BoTorch's
+    ``infer_reference_point`` on the observed Pareto front put it a tenth of
+    the front's range below the front's worst point, so the ends of the front
+    added almost no hypervolume and were never extended (issue: hypervolume
+    2.48 against GPSampler's 4.13 at 60 trials).
+
+    Args:
+        train_obj: A ``n x M`` tensor of objectives, to be maximised.
+        feasible: A ``n`` boolean tensor, or None (all feasible).
+
+    Returns:
+        A ``M`` tensor.
+    """
+    mean = train_obj.mean(dim=0)
+    std = train_obj.std(dim=0, correction=0).clamp_min(1e-10)
+    Y = (train_obj - mean) / std
+    if feasible is not None and feasible.any():
+        Y = Y[feasible]
+    worst = Y.min(dim=0).values
+    return mean + std * (worst - 0.1 * worst.abs())
 
 
 class _OutcomeIndex:
