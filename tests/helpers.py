@@ -166,3 +166,24 @@ def assert_same_hyperparameters(model, other) -> None:
         model.covar_module.lengthscale, other.covar_module.lengthscale
     )
     torch.testing.assert_close(model.likelihood.noise, other.likelihood.noise)
+
+
+def sphere_uniform_noise(n: int, d: int, seed: int) -> tuple[Tensor, Tensor]:
+    r"""``n`` unit-norm inputs, a unit-norm linear target, noise uniform on +-0.5."""
+    g = torch.Generator().manual_seed(seed)
+    X = torch.randn(n, d, generator=g, dtype=torch.double)
+    X = X / X.norm(dim=-1, keepdim=True)
+    theta = torch.randn(d, generator=g, dtype=torch.double)
+    theta = theta / theta.norm()
+    y = X @ theta + 0.5 * (2 * torch.rand(n, generator=g, dtype=torch.double) - 1)
+    return X, y
+
+
+def sphere_normal_noise(n: int, d: int, seed: int, **tkwargs) -> tuple[Tensor, Tensor]:
+    r"""``n`` unit-norm inputs, a unit-norm linear target, normal noise (sd 0.3)."""
+    g = torch.Generator().manual_seed(seed)
+    X = torch.randn(n, d, generator=g, **tkwargs)
+    X = X / X.norm(dim=-1, keepdim=True)
+    theta = torch.randn(d, generator=g, **tkwargs)
+    y = X @ (theta / theta.norm()) + 0.3 * torch.randn(n, generator=g, **tkwargs)
+    return X, y

@@ -1,17 +1,9 @@
 import pytest
 import torch
 from botorch.exceptions.errors import BotorchTensorDimensionError, InputDataError
+from helpers import sphere_normal_noise
 
 from botorch_sketch.sketching.linear.ridge import OnlineRidge
-
-
-def _sphere_normal_noise(n, d, seed, **tkwargs):
-    g = torch.Generator().manual_seed(seed)
-    X = torch.randn(n, d, generator=g, **tkwargs)
-    X = X / X.norm(dim=-1, keepdim=True)
-    theta = torch.randn(d, generator=g, **tkwargs)
-    y = X @ (theta / theta.norm()) + 0.3 * torch.randn(n, generator=g, **tkwargs)
-    return X, y
 
 
 @pytest.mark.parametrize(
@@ -60,7 +52,7 @@ def test_a_batch_is_checked_once_and_equals_row_by_row_observations():
 
 
 def test_online_ridge_matches_direct_solve(tkwargs):
-    X, y = _sphere_normal_noise(300, 8, seed=4, **tkwargs)
+    X, y = sphere_normal_noise(300, 8, seed=4, **tkwargs)
     ridge = OnlineRidge(8, noise_var=0.5, **tkwargs)
     ridge.observe_batch(X, y)
     V = X.mT @ X + 0.5 * torch.eye(8, **tkwargs)

@@ -3,6 +3,7 @@ import math
 import pytest
 import torch
 from botorch.exceptions.errors import BotorchTensorDimensionError, InputDataError
+from helpers import sphere_normal_noise, sphere_uniform_noise
 
 from botorch_sketch.sketching.linear.schedules import (
     Constant,
@@ -14,30 +15,11 @@ from botorch_sketch.sketching.linear.schedules import (
 from botorch_sketch.sketching.linear.sgd import SGDLeastSquares
 
 
-def _sphere(n, d, seed):
-    g = torch.Generator().manual_seed(seed)
-    X = torch.randn(n, d, generator=g, dtype=torch.double)
-    X = X / X.norm(dim=-1, keepdim=True)
-    theta = torch.randn(d, generator=g, dtype=torch.double)
-    theta = theta / theta.norm()
-    y = X @ theta + 0.5 * (2 * torch.rand(n, generator=g, dtype=torch.double) - 1)
-    return X, y
-
-
-def _sphere_normal_noise(n, d, seed, **tkwargs):
-    g = torch.Generator().manual_seed(seed)
-    X = torch.randn(n, d, generator=g, **tkwargs)
-    X = X / X.norm(dim=-1, keepdim=True)
-    theta = torch.randn(d, generator=g, **tkwargs)
-    y = X @ (theta / theta.norm()) + 0.3 * torch.randn(n, generator=g, **tkwargs)
-    return X, y
-
-
 def test_tracking_error_decays_like_inverse_square_root_of_n():
     # Theorem 1 of paper 002: ||theta_n - theta_hat_n|| = O(n^-1/2) with
     # gamma_n = c / (4 (c + n)) and mu c / 4 in (2/3, 1) (mu = 1/d on the sphere).
     d, n = 8, 16000
-    X, y = _sphere(n, d, seed=0)
+    X, y = sphere_uniform_noise(n, d, seed=0)
     checkpoints = [500, 1000, 2000, 4000, 8000, 16000]
     slopes = []
     for seed in range(3):
@@ -62,7 +44,7 @@ def test_tracking_error_decays_like_inverse_square_root_of_n():
 
 def test_ridge_fixed_point_is_the_regularised_solution():
     d = 5
-    X, y = _sphere(200, d, seed=1)
+    X, y = sphere_uniform_noise(200, d, seed=1)
     solver = SGDLeastSquares(
         d,
         Constant(0.02),
@@ -85,7 +67,7 @@ def test_long_features_take_the_steps_of_unit_features(ridge):
     # SGD on s x with the step over s^2 is SGD on x with the ridge over s^2,
     # theta scaled by 1 / s; without the scaling the iterates diverged.
     s, d = 10.0, 5
-    X, y = _sphere(300, d, seed=3)
+    X, y = sphere_uniform_noise(300, d, seed=3)
 
     def run(features, ridge):
         solver = SGDLeastSquares(
@@ -104,7 +86,7 @@ def test_long_features_take_the_steps_of_unit_features(ridge):
 
 
 def test_deterministic_under_a_seed():
-    X, y = _sphere(300, 4, seed=2)
+    X, y = sphere_uniform_noise(300, 4, seed=2)
     runs = []
     for seed in (5, 5, 6):
         solver = SGDLeastSquares(
@@ -119,7 +101,7 @@ def test_deterministic_under_a_seed():
 
 
 def test_history_grows_past_its_initial_buffer():
-    X, y = _sphere(150, 3, seed=3)
+    X, y = sphere_uniform_noise(150, 3, seed=3)
     solver = SGDLeastSquares(3, HarmonicStep(10.0))
     solver.observe_batch(X, y)
     assert solver.n == 150 and torch.equal(solver.X, X) and torch.equal(solver.y, y)
@@ -135,7 +117,7 @@ def test_bad_observations_get_clear_errors():
 
 
 def test_solver_scale_folds_into_the_tensor_when_the_shrink_is_not_positive():
-    X, y = _sphere(200, 3, seed=8)
+    X, y = sphere_uniform_noise(200, 3, seed=8)
     solver = SGDLeastSquares(3, Constant(0.3), ridge=Constant(5.0))
     theta = torch.zeros(3, dtype=torch.double)
     g = torch.Generator().manual_seed(0)
@@ -154,7 +136,7 @@ def test_solver_scale_folds_into_the_tensor_when_the_shrink_is_not_positive():
 
 
 def test_fork_shares_history_without_disturbing_the_parent(tkwargs):
-    X, y = _sphere_normal_noise(100, 3, seed=2, **tkwargs)
+    X, y = sphere_normal_noise(100, 3, seed=2, **tkwargs)
     solver = SGDLeastSquares(3, HarmonicStep(10.0), generator=torch.Generator())
     solver.observe_batch(X[:60], y[:60])
     child = solver.fork()
@@ -167,7 +149,7 @@ def test_fork_shares_history_without_disturbing_the_parent(tkwargs):
 
 
 def test_isotropic_scale(tkwargs):
-    X, y = _sphere_normal_noise(10, 5, seed=3, **tkwargs)
+    X, y = sphere_normal_noise(10, 5, seed=3, **tkwargs)
     solver = SGDLeastSquares(5, HarmonicStep(10.0), PowerRidge(0.5))
     assert solver.isotropic_scale() == pytest.approx(1.0)
     solver.observe_batch(X, y)

@@ -1,5 +1,6 @@
 import pytest
 import torch
+from helpers import sphere_normal_noise, sphere_uniform_noise
 
 from botorch_sketch.sketching.linear.schedules import (
     Constant,
@@ -10,31 +11,12 @@ from botorch_sketch.sketching.linear.sgd import SGDLeastSquares
 from botorch_sketch.sketching.linear.width import WidthTracker, width_step
 
 
-def _sphere(n, d, seed):
-    g = torch.Generator().manual_seed(seed)
-    X = torch.randn(n, d, generator=g, dtype=torch.double)
-    X = X / X.norm(dim=-1, keepdim=True)
-    theta = torch.randn(d, generator=g, dtype=torch.double)
-    theta = theta / theta.norm()
-    y = X @ theta + 0.5 * (2 * torch.rand(n, generator=g, dtype=torch.double) - 1)
-    return X, y
-
-
-def _sphere_normal_noise(n, d, seed, **tkwargs):
-    g = torch.Generator().manual_seed(seed)
-    X = torch.randn(n, d, generator=g, **tkwargs)
-    X = X / X.norm(dim=-1, keepdim=True)
-    theta = torch.randn(d, generator=g, **tkwargs)
-    y = X @ (theta / theta.norm()) + 0.3 * torch.randn(n, generator=g, **tkwargs)
-    return X, y
-
-
 def test_tracked_width_matches_regularised_inverse(tkwargs):
     # Streaming: phi_k tracks (A_n + n lambda_n I)^{-1} x_k; then at a fixed n,
     # extra steps converge to it (the fixed point is exact).
     d, n = 6, 3000
-    X, y = _sphere_normal_noise(n, d, seed=0, **tkwargs)
-    arms = _sphere_normal_noise(5, d, seed=1, **tkwargs)[0]
+    X, y = sphere_normal_noise(n, d, seed=0, **tkwargs)
+    arms = sphere_normal_noise(5, d, seed=1, **tkwargs)[0]
     solver = SGDLeastSquares(
         d,
         HarmonicStep(3.5 * d),
@@ -77,7 +59,7 @@ def test_width_tracker_on_long_samples_tracks_its_own_step_scale():
     # Without a solver's scale the tracker divides its steps by the largest
     # squared norm it stepped on: phi on s x is phi on x, ridge over s^2, / s.
     s, d = 10.0, 4
-    X, _ = _sphere(400, d, seed=4)
+    X, _ = sphere_uniform_noise(400, d, seed=4)
     arms = X[:6]
     long = WidthTracker(s * arms, width_step(d), InverseRidge(1.0), initial_scale=s**2)
     unit = WidthTracker(arms, width_step(d), InverseRidge(1 / s**2))
@@ -123,7 +105,7 @@ def test_transformed_solver_and_tracker_continue_as_on_the_mapped_features():
     # With an orthonormal basis Q, SGD on x and SGD on Q x are the same
     # iterates, sample for sample: map half-way, then continue both.
     d, D = 3, 7
-    X, y = _sphere(120, d, seed=9)
+    X, y = sphere_uniform_noise(120, d, seed=9)
     Q = torch.linalg.qr(
         torch.randn(D, d, generator=torch.Generator().manual_seed(1), dtype=X.dtype)
     )[0]
