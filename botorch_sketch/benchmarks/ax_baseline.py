@@ -1,23 +1,31 @@
 #!/usr/bin/env python3
 r"""CPU seconds per warm Ax trial at N attached trials, by acquisition baseline.
 
-``python -m botorch_sketch.benchmarks.ax_baseline [--n 1000 2000] [--trials 6]``
+``python -m botorch_sketch.benchmarks.ax_baseline [--n 1000 2000] [--trials 6]
+[--seeds 0 1] [--max-inducing 384]``
 
 Hartmann-6 with Gaussian noise (sd 0.1, minimised), ``N`` Sobol points attached
 to an ``ax.api.Client`` with ``attach_trial``, then ``--trials`` further trials,
-one at a time, for three strategies side by side in one process:
+one at a time, for these strategies side by side in one process:
 
 * ``ax-fast``: Ax's own ``configure_generation_strategy(method="fast")``
   (``SingleTaskGP``, qLogNEI with BoTorch's baseline pruning);
 * ``carried``: :class:`~botorch_sketch.integrations.ax_carried.CarriedNystromGP`
-  with Ax's acquisition (qLogNEI, BoTorch's pruning);
+  with its inducing set uncapped (``max_inducing=None``) and Ax's acquisition
+  (qLogNEI, BoTorch's pruning);
 * ``carried+marginal``: the same model with
-  :class:`~botorch_sketch.acquisition.qLogNEIMarginalBaseline`.
+  :class:`~botorch_sketch.acquisition.qLogNEIMarginalBaseline`;
+* ``carried+marginal+cap``: the same with the inducing set capped
+  (``max_inducing``, one run per ``--max-inducing`` value, labelled
+  ``carried+marginal+cap<value>``; 384 is the model's default).
 
 The first trial of each fits the model (cold) and is reported apart; the rest
 are warm. Times are ``time.process_time`` with one torch thread, Ax's default
-optimiser settings for all three. It also reports each run's qLogNEI baseline
-size (its median) and best observed value.
+optimiser settings for all. It also reports each run's qLogNEI baseline size
+(its median), the best noiseless value among the further trials and its simple
+regret against Hartmann-6's minimum (-3.32237), after 10, 25 and all trials.
+The further trials' noise comes from a generator of the seed's own, so every
+strategy of a seed sees the same noise sequence.
 """
 
 from __future__ import annotations
@@ -41,7 +49,11 @@ from botorch_sketch.integrations.ax_carried import CarriedNystromGP, forget
 
 NOISE_SD = 0.1
 NAMES = [f"x{i}" for i in range(6)]
-STRATEGIES = ("ax-fast", "carried", "carried+marginal")
+STRATEGIES = ("ax-fast", "carried", "carried+marginal", "carried+marginal+cap")
+#: Hartmann-6's minimum (of the minimised form).
+OPTIMUM = -3.32237
+#: The trial counts after which the best value so far is reported.
+CHECKPOINTS = (10, 25)
 
 #: The baseline sizes of the qLogNEI objects built, in order.
 BASELINE_SIZES: list[int] = []
@@ -58,7 +70,9 @@ def _record_baselines() -> None:
     qLogNoisyExpectedImprovement.__init__ = recording
 
 
-def _client(strategy: str, n: int, seed: int) -> tuple[Client, Hartmann]:
+def _client(
+    strategy: str, n: int, seed: int, max_inducing: int = 384
+) -> tuple[Client, Hartmann]:
     problem = Hartmann(dim=6, noise_std=NOISE_SD)
     client = Client(random_seed=seed)
     client.configure_experiment(
@@ -79,15 +93,18 @@ def _client(strategy: str, n: int, seed: int) -> tuple[Client, Hartmann]:
     else:
         forget(f"bench-{n}")
         options: dict[str, Any] = {}
-        if strategy == "carried+marginal":
+        model_options: dict[str, Any] = {"carry": f"bench-{n}", "max_inducing": None}
+        if strategy.startswith("carried+marginal"):
             options = {
                 "botorch_acqf_class": qLogNEIMarginalBaseline,
                 "botorch_acqf_options": {"baseline_k": 2.0, "baseline_max_size": 64},
             }
+        if strategy == "carried+marginal+cap":
+            model_options["max_inducing"] = max_inducing
         client.set_generation_strategy(
             sketch_generation_strategy(
                 model_class=CarriedNystromGP,
-                model_options={"carry": f"bench-{n}"},
+                model_options=model_options,
                 use_existing_trials=True,
                 seed=seed,
                 **options,
@@ -96,9 +113,27 @@ def _client(strategy: str, n: int, seed: int) -> tuple[Client, Hartmann]:
     return client, problem
 
 
-def run(strategy: str, n: int, trials: int, seed: int = 0) -> dict[str, Any]:
-    r"""Seconds per trial (cold, then warm) and the baselines of one strategy."""
-    client, problem = _client(strategy, n, seed)
+def run(
+    strategy: str, n: int, trials: int, seed: int = 0, max_inducing: int = 384
+) -> dict[str, Any]:
+    r"""Seconds per trial (cold, then warm), baselines and regret of one strategy.
+
+    Args:
+        strategy: One of :data:`STRATEGIES`.
+        n: The number of attached Sobol trials.
+        trials: The number of further trials.
+        seed: The seed of the data, the client and the further trials' noise.
+        max_inducing: The cap of ``carried+marginal+cap``.
+
+    Returns:
+        ``cold`` and ``warm`` (median) seconds, ``warm_all``, the median
+        ``baseline`` size, ``best_new`` (the best noiseless value of the further
+        trials), ``best_at`` (it after each of :data:`CHECKPOINTS` trials),
+        ``regret`` (``best_new - OPTIMUM``), ``best_attached`` (the best
+        noiseless value of the attached trials) and ``in_bounds``.
+    """
+    client, problem = _client(strategy, n, seed, max_inducing)
+    noise = torch.Generator().manual_seed(10_000 + seed)
     seconds, sizes, values, in_bounds = [], [], [], True
     for _ in range(trials):
         start, before = time.process_time(), len(BASELINE_SIZES)
@@ -107,17 +142,30 @@ def run(strategy: str, n: int, trials: int, seed: int = 0) -> dict[str, Any]:
         sizes.extend(BASELINE_SIZES[before:])
         x = torch.tensor([[params[name] for name in NAMES]], dtype=torch.double)
         in_bounds = in_bounds and bool(((x >= 0) & (x <= 1)).all())
-        y = float(problem(x))
-        values.append(float(problem.evaluate_true(x)))
+        f = float(problem.evaluate_true(x))
+        y = f + NOISE_SD * float(torch.randn(1, generator=noise, dtype=torch.double))
+        values.append(f)
         client.complete_trial(index, raw_data={"hartmann": y})
+    attached = torch.tensor(
+        [[t.arm.parameters[name] for name in NAMES] for t in _attached(client, n)],
+        dtype=torch.double,
+    )
     return {
         "cold": seconds[0],
         "warm": statistics.median(seconds[1:]) if trials > 1 else float("nan"),
         "warm_all": seconds[1:],
         "baseline": statistics.median(sizes) if sizes else float("nan"),
         "best_new": min(values),
+        "best_at": {c: min(values[:c]) for c in CHECKPOINTS if c < trials},
+        "regret": min(values) - OPTIMUM,
+        "best_attached": float(problem.evaluate_true(attached).min()),
         "in_bounds": in_bounds,
     }
+
+
+def _attached(client: Client, n: int) -> list[Any]:
+    trials = client._experiment.trials  # the attached trials are the first n
+    return [trials[i] for i in range(n)]
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -128,30 +176,41 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--strategies", nargs="+", default=list(STRATEGIES), choices=STRATEGIES
     )
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0])
+    parser.add_argument("--max-inducing", type=int, nargs="+", default=[384])
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     logging.getLogger("ax").setLevel(logging.WARNING)
     _record_baselines()
     print(f"torch threads: {torch.get_num_threads()}, trials per run: {args.trials}")
+    runs = [
+        (strategy, cap, strategy + (str(cap) if strategy.endswith("cap") else ""))
+        for strategy in args.strategies
+        for cap in (args.max_inducing if strategy.endswith("cap") else [0])
+    ]
     for n in args.n:
-        results = {}
-        for strategy in args.strategies:
-            results[strategy] = r = run(strategy, n, args.trials)
-            warm = " ".join(f"{s:.2f}" for s in r["warm_all"])
-            print(
-                f"N={n} {strategy:>17}: cold {r['cold']:7.2f} s, warm median "
-                f"{r['warm']:6.2f} s [{warm}], baseline {r['baseline']:.0f}, "
-                f"best new f {r['best_new']:.3f}, in bounds {r['in_bounds']}",
-                flush=True,
-            )
-        if "ax-fast" in results:
-            anchor = results["ax-fast"]["warm"]
-            for strategy, r in results.items():
+        for seed in args.seeds:
+            results = {}
+            for strategy, cap, label in runs:
+                results[label] = r = run(strategy, n, args.trials, seed, cap or 384)
+                warm = " ".join(f"{s:.2f}" for s in r["warm_all"])
+                at = ", ".join(f"{c}: {v:.3f}" for c, v in r["best_at"].items())
                 print(
-                    f"N={n} {strategy:>17}: Ax warm / this warm = "
-                    f"{anchor / r['warm']:.1f}x",
+                    f"N={n} seed={seed} {label:>23}: cold {r['cold']:7.2f} s, warm "
+                    f"median {r['warm']:6.2f} s [{warm}], baseline "
+                    f"{r['baseline']:.0f}, best new f {r['best_new']:.3f} "
+                    f"(after {at}), regret {r['regret']:.3f}, best attached "
+                    f"{r['best_attached']:.3f}, in bounds {r['in_bounds']}",
                     flush=True,
                 )
+            if "ax-fast" in results:
+                anchor = results["ax-fast"]["warm"]
+                for label, r in results.items():
+                    print(
+                        f"N={n} seed={seed} {label:>23}: Ax warm / this warm = "
+                        f"{anchor / r['warm']:.1f}x",
+                        flush=True,
+                    )
 
 
 if __name__ == "__main__":

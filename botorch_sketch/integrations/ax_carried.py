@@ -10,7 +10,18 @@ grown by less than ``refit_growth`` since that fit, loads them instead of
 fitting: the model is then the inducing rule and the posterior at carried
 hyperparameters, as :class:`~botorch_sketch.bo.incremental_gp.IncrementalGP`
 does for a BoTorch loop. A larger growth, new inputs' dimension or a changed
-model structure refit (from the carried values).
+model structure refit (from the carried values). Between refits the rule
+resamples once from the last trial's inducing set (BKB's step, where a fresh
+model would resample three times from a uniform subset), and a fit that ended
+in the exact regime (the rule's set covering most inputs) keeps every input
+without running the rule.
+
+At a thousand points of a low-noise objective the rule would keep most
+inputs, so the model would cost what the exact GP does. ``max_inducing`` (a
+model option, 384 by default, as ``IncrementalGP``'s option of that name and
+the Optuna sampler's default) caps the set: on Hartmann-6 with noise sd 0.1 at
+N = 1000 it takes a warm Ax trial from 2.7-3.2 to 0.9-1.0 CPU seconds
+(``docs/ax-baseline-1000.md``); ``None`` lifts the cap.
 
 The memory is this module's :data:`CARRIED`, in the process: a client loaded
 from JSON in a new process starts with a fit (import this module before
@@ -32,12 +43,17 @@ Example:
     ...     botorch_acqf_class=qLogNEIMarginalBaseline,
     ...     botorch_acqf_options={"baseline_k": 2.0, "baseline_max_size": 64},
     ... )
+    >>> strategy = sketch_generation_strategy(
+    ...     model_class=CarriedNystromGP,
+    ...     model_options={"carry": "svm-study", "max_inducing": None},  # no cap
+    ... )
 """
 
 from __future__ import annotations
 
 import copy
 import math
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,23 +69,44 @@ from gpytorch.means import Mean
 from gpytorch.mlls import MarginalLogLikelihood
 from torch import Tensor
 
+from botorch_sketch.checks import checked_optional_count
 from botorch_sketch.integrations.ax import register_with_ax
 from botorch_sketch.models import NystromGP
-from botorch_sketch.sketching.rules import SelectionRule
+from botorch_sketch.sketching.rules import (
+    InducingSetCapWarning,
+    RidgeLeverageSampler,
+    SelectionRule,
+)
 
-__all__ = ["CARRIED", "CarriedNystromGP", "forget"]
+__all__ = ["CARRIED", "DEFAULT_MAX_INDUCING", "CarriedNystromGP", "forget"]
 
 
 @dataclass
 class Carried:
-    r"""Hyperparameters fitted on ``num_data`` observations."""
+    r"""Hyperparameters fitted on ``num_data`` observations, and the last set.
+
+    Attributes:
+        num_data: The number of observations of the fit.
+        state: The fitted modules' state dicts.
+        exact: Whether the fit ended in the exact regime (every input inducing).
+        inducing: The raw inputs of the last inducing set chosen under this key
+            (None before any, or in the exact regime).
+    """
 
     num_data: int
     state: dict[str, dict[str, Tensor]]
+    exact: bool = False
+    inducing: Tensor | None = None
 
 
 #: Key (the ``carry`` option and the outcome names) -> the last fit under it.
 CARRIED: dict[tuple[str, tuple[str, ...]], Carried] = {}
+
+#: The default cap of the inducing set: at N = 1000 on Hartmann-6 (noise sd
+#: 0.1) it took a warm Ax trial from 2.7-3.2 to 0.9-1.0 CPU s, with the best value
+#: of 50 further trials within the seeds' spread of the uncapped model's
+#: (``docs/ax-baseline-1000.md``); the Optuna sampler's default too.
+DEFAULT_MAX_INDUCING = 384
 
 #: The modules whose parameters are carried (transforms are rebuilt by Ax).
 _MODULES = ("covar_module", "mean_module", "likelihood")
@@ -99,11 +136,12 @@ class CarriedNystromGP(NystromGP):
         carry: str = "",
         refit_growth: float = 0.05,
         outcome_names: tuple[str, ...] = (),
+        max_inducing: int | None | _DefaultType = DEFAULT,
     ) -> None:
         r"""A ``NystromGP`` with a key for its hyperparameters.
 
         The arguments are ``NystromGP``'s, named (Ax reads the constructor's
-        argument names to decide what it may pass), and three more.
+        argument names to decide what it may pass), and four more.
 
         Args:
             train_X: A ``n x d`` tensor of inputs.
@@ -122,6 +160,13 @@ class CarriedNystromGP(NystromGP):
             refit_growth: Refit once the data have grown by this fraction since
                 the carried fit (0: every time, as ``NystromGP``).
             outcome_names: The outcomes' names, part of the key (Ax passes them).
+            max_inducing: The largest inducing set: the cap of the default rule,
+                ``RidgeLeverageSampler(max_size=max_inducing)``, which bounds a
+                trial's cost at ``O(N max_inducing^2)`` (as ``IncrementalGP``'s
+                option); None for the rule's own cap (1024). By default
+                :data:`DEFAULT_MAX_INDUCING` with ``inducing`` None, no cap with
+                another ``inducing`` (give that rule its own cap: an explicit
+                ``max_inducing`` with one raises).
         """
         if train_Y.dim() < 2 or train_Y.shape[-1] != 1:
             raise UnsupportedError(
@@ -134,6 +179,16 @@ class CarriedNystromGP(NystromGP):
             raise InputDataError(
                 f"refit_growth must be finite and non-negative, got {refit_growth}."
             )
+        if max_inducing is DEFAULT:
+            max_inducing = DEFAULT_MAX_INDUCING if inducing is None else None
+        max_inducing = checked_optional_count(max_inducing, "max_inducing")
+        if max_inducing is not None:
+            if inducing is not None:
+                raise InputDataError(
+                    "max_inducing caps the default inducing rule; give another "
+                    f"rule its own cap (got inducing={type(inducing).__name__})."
+                )
+            inducing = RidgeLeverageSampler(max_size=max_inducing)
         super().__init__(
             train_X,
             train_Y,
@@ -149,6 +204,7 @@ class CarriedNystromGP(NystromGP):
         self.carry = carry
         self.refit_growth = float(refit_growth)
         self.outcome_names = tuple(outcome_names)
+        self.max_inducing = max_inducing
 
     @classmethod
     def construct_inputs(
@@ -156,14 +212,16 @@ class CarriedNystromGP(NystromGP):
         training_data: SupervisedDataset,
         carry: str = "",
         refit_growth: float = 0.05,
+        max_inducing: int | None | _DefaultType = DEFAULT,
         **kwargs: Any,
     ) -> dict[str, Any]:
-        r"""``NystromGP.construct_inputs`` and the key (the hook Ax calls)."""
+        r"""``NystromGP.construct_inputs``, the key and the cap (the hook Ax calls)."""
         inputs = super().construct_inputs(training_data, **kwargs)
         inputs.update(
             carry=carry,
             refit_growth=refit_growth,
             outcome_names=tuple(training_data.outcome_names),
+            max_inducing=max_inducing,
         )
         return inputs
 
@@ -187,16 +245,52 @@ class CarriedNystromGP(NystromGP):
         n = self.train_X.shape[0]
         carried = CARRIED.get(self._key)
         loaded = carried is not None and self._load(carried.state)
-        if loaded and n <= carried.num_data * (1 + self.refit_growth):
-            # The inducing rule at the carried values, on all the data.
-            self.select_inducing_points()
-            self.clear_posterior_state()
-            return mll.eval()
-        mll = super().custom_fit(
-            mll, closure, closure_kwargs, optimizer_kwargs, **kwargs
+        with warnings.catch_warnings():
+            if self.max_inducing is not None:  # the cap was asked for
+                warnings.simplefilter("ignore", InducingSetCapWarning)
+            if loaded and n <= carried.num_data * (1 + self.refit_growth):
+                self._choose_carried_set(carried)
+                self.clear_posterior_state()
+                return mll.eval()
+            mll = super().custom_fit(
+                mll, closure, closure_kwargs, optimizer_kwargs, **kwargs
+            )
+        CARRIED[self._key] = Carried(
+            num_data=n,
+            state=self._state(),
+            exact=self.is_exact,
+            inducing=self._rule_inputs(),
         )
-        CARRIED[self._key] = Carried(num_data=n, state=self._state())
         return mll
+
+    def _choose_carried_set(self, carried: Carried) -> None:
+        # The set at the carried hyperparameters, on all the data. The fit's
+        # exact regime is kept (every input, no rule: the fit found the rule's
+        # set covering most inputs). Otherwise the rule resamples once from the
+        # last set (BKB's step) rather than ``num_passes`` times from a uniform
+        # subset; the new inputs enter by their coins.
+        if carried.exact and self.inducing_rule is not None:
+            self._inducing.use_every_input(self.transformed_train_X)
+            return
+        if carried.inducing is not None:
+            rows = self._rows_of(carried.inducing)
+            if rows.numel() > 0:
+                self._inducing.set_rows(rows)
+        self.select_inducing_points()
+        carried.inducing = self._rule_inputs()
+
+    def _rule_inputs(self) -> Tensor | None:
+        # The raw inputs of a rule's set (None for fixed inputs or every input).
+        if self.inducing_rule is None or self.is_exact:
+            return None
+        return self.train_X[self.inducing_index].clone()
+
+    def _rows_of(self, inputs: Tensor) -> Tensor:
+        # Training rows holding ``inputs`` (those still in the data).
+        position = {tuple(x): i for i, x in enumerate(self.train_X.tolist())}
+        rows = [position.get(tuple(x)) for x in inputs.tolist()]
+        found = [row for row in rows if row is not None]
+        return torch.tensor(found, dtype=torch.long, device=self.train_X.device)
 
     def _state(self) -> dict[str, dict[str, Tensor]]:
         return {

@@ -8,13 +8,19 @@ from botorch_sketch.benchmarks import ax_baseline  # noqa: E402
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("strategy", ["carried", "carried+marginal"])
+@pytest.mark.parametrize(
+    "strategy", ["carried", "carried+marginal", "carried+marginal+cap"]
+)
 def test_a_short_run_reports_cold_and_warm_seconds_in_bounds(strategy):
-    result = ax_baseline.run(strategy, n=24, trials=3, seed=1)
+    result = ax_baseline.run(strategy, n=24, trials=3, seed=1, max_inducing=8)
     assert result["in_bounds"]
     assert result["cold"] > 0 and len(result["warm_all"]) == 2
     assert math.isclose(result["warm"], sum(result["warm_all"]) / 2)
     assert math.isfinite(result["best_new"])
+    # Regret against Hartmann-6's minimum; no checkpoint within three trials.
+    assert result["regret"] == pytest.approx(result["best_new"] - ax_baseline.OPTIMUM)
+    assert result["regret"] >= 0 and result["best_at"] == {}
+    assert ax_baseline.OPTIMUM <= result["best_attached"] < 0
 
 
 def test_the_command_refuses_an_unknown_strategy():

@@ -19,6 +19,10 @@ from botorch_sketch.integrations.ax_carried import (  # noqa: E402
     forget,
 )
 from botorch_sketch.models.nystrom_gp import NystromGP  # noqa: E402
+from botorch_sketch.sketching.rules import (  # noqa: E402
+    GreedyVarianceSelector,
+    RidgeLeverageSampler,
+)
 
 BRANIN = Branin()
 FAST = {"num_restarts": 2, "raw_samples": 64}
@@ -51,7 +55,7 @@ def fits(monkeypatch):
     return calls
 
 
-def _client(carry, refit_growth, attached=20, **strategy):
+def _client(carry, refit_growth, attached=20, max_inducing=None, **strategy):
     client = Client(random_seed=0)
     client.configure_experiment(
         parameters=[
@@ -66,6 +70,8 @@ def _client(carry, refit_growth, attached=20, **strategy):
         index = client.attach_trial(p)
         client.complete_trial(index, raw_data={"branin": _branin(p)})
     options = {"carry": carry, "refit_growth": refit_growth}
+    if max_inducing is not None:
+        options["max_inducing"] = max_inducing
     client.set_generation_strategy(
         sketch_generation_strategy(
             model_class=CarriedNystromGP,
@@ -165,3 +171,77 @@ def test_carried_model_with_the_marginal_baseline(fits, monkeypatch):
     for trial in client._experiment.trials.values():
         p = trial.arm.parameters
         assert -5 <= p["x0"] <= 10 and 0 <= p["x1"] <= 15
+
+
+def test_max_inducing_caps_the_default_rule():
+    X = torch.rand(
+        30, 2, dtype=torch.double, generator=torch.Generator().manual_seed(1)
+    )
+    Y = X.sum(-1, keepdim=True)
+    model = CarriedNystromGP(X, Y, carry="k", max_inducing=8)
+    assert isinstance(model.inducing_rule, RidgeLeverageSampler)
+    assert model.inducing_rule.max_size == 8 and model.max_inducing == 8
+    # By default 384 with the default rule, none with another or when lifted.
+    default = CarriedNystromGP(X, Y, carry="k")
+    assert default.max_inducing == ax_carried.DEFAULT_MAX_INDUCING == 384
+    assert default.inducing_rule.max_size == 384
+    lifted = CarriedNystromGP(X, Y, carry="k", max_inducing=None)
+    assert lifted.max_inducing is None and lifted.inducing_rule.max_size == 1024
+    rule = GreedyVarianceSelector(4)
+    assert CarriedNystromGP(X, Y, carry="k", inducing=rule).max_inducing is None
+    with pytest.raises(InputDataError, match="max_inducing"):
+        CarriedNystromGP(X, Y, carry="k", max_inducing=0)
+    with pytest.raises(InputDataError, match="max_inducing"):
+        CarriedNystromGP(X, Y, carry="k", max_inducing=2.5)
+    with pytest.raises(InputDataError, match="own cap"):
+        CarriedNystromGP(
+            X, Y, carry="k", max_inducing=8, inducing=GreedyVarianceSelector(4)
+        )
+
+
+def test_ax_passes_max_inducing_and_the_warm_rule_starts_from_the_last_set(
+    fits, monkeypatch
+):
+    starts = []
+    original = RidgeLeverageSampler.select
+
+    def spy(self, candidates, size=None, *, current=None, forced=None):
+        starts.append(None if current is None else current.numel())
+        return original(self, candidates, size, current=current, forced=forced)
+
+    monkeypatch.setattr(RidgeLeverageSampler, "select", spy)
+    monkeypatch.setattr(CarriedNystromGP, "exact_fit_size", None)
+    monkeypatch.setattr(CarriedNystromGP, "exact_fraction", None)
+    client = _client("capped", refit_growth=1.0, max_inducing=6)
+    _trial(client)
+    carried = CARRIED["capped", ("branin",)]
+    assert not carried.exact and carried.inducing is not None
+    first = carried.inducing.clone()
+    starts.clear()
+    _trial(client)
+    assert fits == [20]
+    model = client._generation_strategy.adapter.generator.surrogate.model
+    assert model.max_inducing == 6 and model.inducing_rule.max_size == 6
+    # One resampling from the carried set (all of it still in the data).
+    assert starts == [first.shape[0]]
+    torch.testing.assert_close(carried.inducing, model.train_X[model.inducing_index])
+
+
+def test_a_fit_in_the_exact_regime_carries_every_input_without_the_rule(
+    fits, monkeypatch
+):
+    calls = []
+    original = RidgeLeverageSampler.select
+
+    def spy(self, *args, **kwargs):
+        calls.append(1)
+        return original(self, *args, **kwargs)
+
+    client = _client("exact", refit_growth=1.0)
+    _trial(client)
+    assert CARRIED["exact", ("branin",)].exact
+    monkeypatch.setattr(RidgeLeverageSampler, "select", spy)
+    _trial(client)
+    assert fits == [20] and calls == []
+    model = client._generation_strategy.adapter.generator.surrogate.model
+    assert model.is_exact and model.inducing_points.shape[0] == 21
