@@ -10,6 +10,7 @@ trial.
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Callable
 
@@ -49,7 +50,11 @@ def nystrom_candidates_func(
     maximises ``qLogNoisyExpectedImprovement`` (one objective) or
     ``qLogNoisyExpectedHypervolumeImprovement`` (several), with pending points.
     A single objective is modelled through its half-rank warping, as
-    ``SketchSampler`` models it.
+    ``SketchSampler`` models it. The acquisition is maximised over valid
+    configurations, never an observed or running one: the integer, stepped,
+    log-integer and one-hot columns are recognised from ``bounds`` and the
+    observed points (see :func:`_grid_rounding`) and rounded as Optuna rounds
+    them.
 
     Example:
         >>> from optuna_integration import BoTorchSampler
@@ -195,22 +200,25 @@ def _candidates(
         )
     tkwargs = {"dtype": torch.float64, "device": train_x.device}
     bounds = bounds.to(**tkwargs)
+    train_x = train_x.to(**tkwargs)
+    if pending_x is not None and len(pending_x) == 0:
+        pending_x = None
+    if pending_x is not None:
+        pending_x = pending_x.to(**tkwargs)
     candidate = _suggest(
-        train_X=normalize(train_x.to(**tkwargs), bounds),
+        train_X=normalize(train_x, bounds),
         train_obj=train_obj.to(**tkwargs),
         train_con=None if train_con is None else train_con.to(**tkwargs),
-        pending_X=(
-            None
-            if pending_x is None or len(pending_x) == 0
-            else normalize(pending_x.to(**tkwargs), bounds)
-        ),
+        pending_X=None if pending_x is None else normalize(pending_x, bounds),
         fit=fit,
         seed=None,
         num_restarts=10,
         raw_samples=512,
         mc_samples=256,
         max_baseline=128,
-        round_to_grid=None,
+        round_to_grid=_grid_rounding(
+            train_x if pending_x is None else torch.cat([train_x, pending_x]), bounds
+        ),
         analytic=analytic,
         warp=warp,
     )
@@ -220,3 +228,144 @@ def _candidates(
     # float. Integer and one-hot columns round as before.
     below = torch.nextafter(bounds[1], bounds[0])
     return unnormalize(candidate, bounds).clamp(bounds[0], below)
+
+
+#: Tolerance of the grid checks of :func:`_grid_rounding`, in grid steps (or
+#: relative to an integer): loose next to a step, tight next to a random float.
+_GRID_TOL = 1e-6
+
+#: Most points of an evenly spaced grid that :func:`_grid_rounding` looks for;
+#: a finer grid is left continuous (its relaxation is within half a step).
+_MAX_GRID_POINTS = 4096
+
+
+def _grid_rounding(X: Tensor, bounds: Tensor) -> Callable[[Tensor], Tensor] | None:
+    r"""The map of relaxed unit-cube points to valid configurations, from the data.
+
+    A candidates function is given no search space, only ``BoTorchSampler``'s
+    encoding of it (Optuna's ``_SearchSpaceTransform``): a categorical
+    parameter as one-hot columns with bounds ``(0, 1)``, an integer or stepped
+    float ``low, low + s, ..., high`` as its values with bounds widened by half
+    a step, ``(low - s / 2, high + s / 2)``, a log-scaled integer as the log of
+    its values with bounds ``(log(low - 1/2), log(high + 1/2))``. Without a
+    rounding the acquisition was maximised over the relaxation, where a
+    fractional ``depth`` or one-hot column is a point no trial has observed;
+    Optuna rounds it back onto the best trial, which was proposed again and
+    again (the README example repeated ``lr = 1e-4, depth = 6, gbdt`` from
+    trial 12 to 69 on seed 0: best 0.0099 at trial 80, and to the end with
+    ``nystrom_candidates_func``).
+
+    So the columns are recognised from the bounds and from every observed or
+    running point ``X`` (in ``BoTorchSampler``'s space), and rounded as
+    Optuna's untransform rounds them:
+
+    - a run of columns with bounds ``(0, 1)`` and values in ``{0, 1}`` whose
+      rows each hold a single 1 is a one-hot block (taking its argmax);
+    - a column whose bounds are ``log(a - 1/2), log(b + 1/2)`` for integers
+      ``1 <= a <= b`` and whose values are logs of integers is a log-scaled
+      integer (rounded in ``exp`` space, clipped to ``[a, b]``);
+    - a column with two or more distinct values, each at the centre of one of
+      ``m`` equal cells of its bounds for one ``m`` up to
+      ``_MAX_GRID_POINTS`` (the smallest that fits), is a grid of ``m``
+      points (rounded to the centre of its cell).
+
+    Any other column is left continuous, as before. A random float matches
+    none of these but with negligible probability.
+
+    Args:
+        X: A ``n x D`` tensor of the observed (and running) points, not
+            normalised.
+        bounds: A ``2 x D`` tensor of their bounds.
+
+    Returns:
+        ``... x D`` unit-cube points to rounded ones, or None when no column
+        is discrete.
+    """
+    low, high = bounds[0], bounds[1]
+    width = high - low
+    valid = width > 0
+    R = (X - low) / torch.where(valid, width, 1.0)
+    binary = valid & (low == 0) & (high == 1) & ((X == 0) | (X == 1)).all(dim=0)
+    blocks: list[list[int]] = []
+    column, D = 0, X.shape[-1]
+    while column < D:
+        if not binary[column]:
+            column += 1
+            continue
+        # The shortest run of binary columns from here whose rows each sum to 1.
+        total = torch.zeros_like(X[:, 0])
+        end = column
+        while end < D and binary[end]:
+            total = total + X[:, end]
+            if bool((total > 1).any()) or bool((total == 1).all()):
+                break
+            end += 1
+        if end < D and binary[end] and bool((total == 1).all()):
+            blocks.append(list(range(column, end + 1)))
+            column = end + 1
+        else:
+            column += 1
+    in_block = {c for block in blocks for c in block}
+    logs: list[tuple[int, float, float]] = []
+    grids: list[tuple[int, int]] = []
+    for c in range(D):
+        if c in in_block or not bool(valid[c]):
+            continue
+        integers = _log_integer_range(X[:, c], low[c], high[c])
+        if integers is not None:
+            logs.append((c, *integers))
+            continue
+        points = _grid_points(R[:, c])
+        if points is not None:
+            grids.append((c, points))
+    if not (blocks or logs or grids):
+        return None
+
+    def round_to_grid(U: Tensor) -> Tensor:
+        U = U.detach().clone()
+        for block in blocks:
+            choice = U[..., block].argmax(dim=-1, keepdim=True)
+            one_hot = torch.zeros_like(U[..., block]).scatter_(-1, choice, 1.0)
+            U[..., block] = one_hot
+        for c, a, b in logs:
+            lo, span = low[c].to(U), width[c].to(U)
+            k = torch.exp(lo + U[..., c] * span).round().clamp(a, b)
+            U[..., c] = (torch.log(k) - lo) / span
+        for c, m in grids:
+            U[..., c] = ((U[..., c] * m).floor().clamp(0, m - 1) + 0.5) / m
+        return U
+
+    return round_to_grid
+
+
+def _log_integer_range(
+    x: Tensor, low: Tensor, high: Tensor
+) -> tuple[float, float] | None:
+    r"""``(a, b)`` when ``x`` are logs of integers in ``log(a - 1/2), log(b + 1/2)``."""
+    a, b = float(torch.exp(low)) + 0.5, float(torch.exp(high)) - 0.5
+    if not (math.isfinite(b) and round(a) >= 1 and round(b) >= round(a)):
+        return None
+    if abs(a - round(a)) > _GRID_TOL * a or abs(b - round(b)) > _GRID_TOL * b:
+        return None
+    values = torch.exp(x)
+    if bool(((values - values.round()).abs() > _GRID_TOL * values).any()):
+        return None
+    return float(round(a)), float(round(b))
+
+
+def _grid_points(r: Tensor) -> int | None:
+    r"""The smallest ``m`` with ``r`` (in ``[0, 1]``) at centres of ``m`` cells.
+
+    ``r`` is on the grid ``(j + 1/2) / m`` when ``2 m r`` is odd; None with
+    fewer than two distinct values, or no ``m`` up to ``_MAX_GRID_POINTS``.
+    """
+    r = torch.unique(r)
+    if len(r) < 2:
+        return None
+    m = torch.arange(1, _MAX_GRID_POINTS + 1, dtype=r.dtype, device=r.device)
+    t = 2 * m.unsqueeze(-1) * r
+    odd = 2 * torch.floor(t / 2) + 1
+    fits = ((t - odd).abs() <= 2 * _GRID_TOL).all(dim=-1)
+    if not bool(fits.any()):
+        return None
+    return int(m[fits][0])

@@ -10,6 +10,7 @@ from optuna_helpers import (  # noqa: E402
     check_plain_and_contained,
     new_trial,
     quadratic,
+    readme_objective,
 )
 
 from botorch_sketch.integrations.optuna import (  # noqa: E402
@@ -17,6 +18,7 @@ from botorch_sketch.integrations.optuna import (  # noqa: E402
     nystrom_candidates_func,
 )
 from botorch_sketch.integrations.optuna import candidates as candidates_module  # noqa: E402
+from botorch_sketch.integrations.optuna.candidates import _grid_rounding  # noqa: E402
 
 
 @pytest.mark.slow
@@ -123,3 +125,77 @@ def test_nystrom_candidates_func_checks_the_shape_of_bounds():
             candidates_func(train_x, train_obj, None, unit[0], None)
         with pytest.raises(InputDataError, match=r"pending_x of shape \(1, 2\)"):
             candidates_func(train_x, train_obj, None, unit, train_x[:1, :2])
+
+
+@pytest.mark.slow
+def test_nystrom_candidates_do_not_repeat_a_trial_on_the_readme_example(monkeypatch):
+    # The acquisition was maximised over the relaxation of ``depth`` and the
+    # one-hot ``kind``: its optimum (depth 6.2, kind (1, 0.7), lr = 1e-4) was
+    # no observed point, but Optuna rounded it onto the best trial, proposed
+    # again from trial 12 to 49 on seed 0 (best 0.0099 after 50 trials).
+    from optuna_integration import BoTorchSampler
+
+    original = candidates_module._suggest
+    monkeypatch.setattr(
+        candidates_module, "_suggest", lambda **kwargs: original(**{**kwargs, **FAST})
+    )
+    sampler = BoTorchSampler(candidates_func=NystromCandidates(), seed=0)
+    study = optuna.create_study(sampler=sampler)
+    threads = torch.get_num_threads()
+    # One thread: two on a shared machine took five times as long.
+    torch.set_num_threads(1)
+    try:
+        study.optimize(readme_objective, n_trials=50)
+    finally:
+        torch.set_num_threads(threads)
+    configurations = {tuple(t.params.values()) for t in study.trials}
+    assert len(configurations) == 50
+    assert study.best_value <= 1e-3
+    assert study.best_params["depth"] == 6 and study.best_params["kind"] == "gbdt"
+
+
+def test_grid_rounding_recognises_botorch_samplers_encoding():
+    from optuna._transform import _SearchSpaceTransform
+    from optuna.distributions import CategoricalDistribution, IntDistribution
+
+    # The encoding BoTorchSampler passes to a candidates function.
+    space = {
+        **EVERY_DISTRIBUTION,
+        "depth": IntDistribution(2, 12),
+        "kind": CategoricalDistribution(["gbdt", "dart"]),
+        "fine": IntDistribution(0, 10**6),
+    }
+    transform = _SearchSpaceTransform(space)
+    bounds = torch.from_numpy(transform.bounds).T
+    rng = torch.Generator().manual_seed(0)
+
+    def unit_to_params(U):
+        return transform.untransform((bounds[0] + U * (bounds[1] - bounds[0])).numpy())
+
+    # Observed configurations: Optuna's rounding of random relaxed points.
+    relaxed = torch.rand(12, bounds.shape[-1], dtype=torch.float64, generator=rng)
+    X = torch.stack(
+        [torch.from_numpy(transform.transform(unit_to_params(u))) for u in relaxed]
+    )
+    round_to_grid = _grid_rounding(X, bounds)
+    observed = (X - bounds[0]) / (bounds[1] - bounds[0])
+    assert torch.allclose(round_to_grid(observed), observed, atol=1e-9)
+    U = torch.rand(64, 1, bounds.shape[-1], dtype=torch.float64, generator=rng)
+    rounded = round_to_grid(U)
+    assert rounded.shape == U.shape
+    assert torch.equal(round_to_grid(rounded), rounded)
+    continuous = {"x", "log_x", "fine"}
+    for u, r in zip(U.squeeze(-2), rounded.squeeze(-2), strict=True):
+        before, after = unit_to_params(u), unit_to_params(r)
+        # Every discrete parameter as Optuna would have rounded it; each
+        # continuous one (and the 10**6-point grid) left as it was.
+        assert {k: v for k, v in before.items() if k not in continuous} == {
+            k: v for k, v in after.items() if k not in continuous
+        }
+        for column in (0, 1, -1):
+            assert r[column] == u[column]
+    # Random floats (as the functions' direct callers pass) have no grid.
+    train_x = torch.rand(10, 3, dtype=torch.float64, generator=rng)
+    unit = torch.tensor([[0.0] * 3, [1.0] * 3], dtype=torch.float64)
+    assert _grid_rounding(train_x, unit) is None
+    assert _grid_rounding(train_x * 20.0 - 1.0, unit * 20.0 - 1.0) is None
