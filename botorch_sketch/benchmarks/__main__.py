@@ -40,6 +40,7 @@ from botorch_sketch.benchmarks import (
     scale,
     suggest,
     suggest_pareto,
+    suggest_scratch,
     throughput,
     tuning,
     tuning_peers,
@@ -142,7 +143,14 @@ def _suggest(budget: str, stem: str) -> tuple[str, list[str]]:
     parts = []
     if suggest.BUDGETS[budget].sizes:
         parts.append(suggest.render(suggest.run(budget), machine(threads=1)))
-    if suggest.BUDGETS[budget].regret_trials:
+    if (
+        suggest.BUDGETS[budget].regret_trials
+        and suggest.BUDGETS[budget].task == "mixed"
+    ):
+        parts.append(
+            suggest_scratch.render_scratch(suggest_scratch.run_scratch(budget))
+        )
+    elif suggest.BUDGETS[budget].regret_trials:
         parts.append(suggest.render_regret(suggest.run_regret(budget)))
     if suggest.BUDGETS[budget].pareto_trials:
         parts.append(suggest_pareto.render_pareto(suggest_pareto.run_pareto(budget)))

@@ -23,8 +23,23 @@ default (qLogNEI, a refit every trial) and by ``GPSampler``.
 The ``mixed`` budget times ``SketchSampler`` and ``GPSampler`` on a mixed space
 (a log-scaled float, three floats, an integer and a categorical) whose
 objective raises in a corner (about 4.5% of the trials ``FAIL``), at N = 1000:
-cold and warm apart. ``GPSampler`` runs with ``greenlet`` if it is installed
-(batched L-BFGS-B); Optuna decides that at import, so it is not toggled here.
+cold and warm apart, in turns and each alone. ``GPSampler`` runs with
+``greenlet`` if it is installed (Optuna then batches its L-BFGS-B restarts);
+``GPSampler (no greenlet)`` (``GP_NO_GREENLET``) is the same sampler without
+it. Optuna decides at import, so that method runs only alone (``SEPARATE``),
+in a fresh Python process that sets ``sys.modules["greenlet"] = None`` before
+anything imports Optuna (importing greenlet then raises ``ImportError``) and
+checks that it does, and that Optuna logged its fallback to sequential
+L-BFGS-B: ``_alone_without_greenlet``.
+
+The ``mixed-scratch`` budget runs whole 100-trial studies of the mixed task
+from an empty study (a trial whose objective raises is ``FAIL``) with
+``SketchSampler``, ``GPSampler`` and ``TPESampler``, seeds 0 to 4, each in a
+spawned process of its own with one thread, at most two at a time; it reports
+the best value and the failed trials, median over seeds, and each seed's row.
+Each study is appended to a JSON-lines file as it finishes, which a later run
+resumes and ``--collect`` renders: ``suggest_scratch``, ``python -m
+botorch_sketch.benchmarks.suggest_scratch``.
 
 The ``two-objective`` budget runs whole 60-trial studies of a two-objective
 task (a task loss and a latency-like cost, both minimised; ``_two_objective``)
@@ -34,15 +49,24 @@ reference point ``PARETO_REF``) and CPU seconds per study: ``run_pareto``,
 ``render_pareto``; ``python -m botorch_sketch.benchmarks.suggest two-objective``.
 
 ``python -m botorch_sketch.benchmarks suggest --budget BUDGET`` with ``BUDGET`` one of
-``small``, ``medium``, ``quality``, ``exact``, ``large`` and ``mixed``.
+``small``, ``medium``, ``quality``, ``exact``, ``large``, ``mixed``,
+``mixed-scratch`` and ``two-objective``.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
+import importlib.metadata
+import importlib.util
+import json
+import logging
 import math
 import multiprocessing
+import os
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
 import warnings
 from collections.abc import Callable
@@ -55,6 +79,9 @@ import torch
 SKETCH = "SketchSampler"
 CANDIDATES = "BoTorchSampler + NystromCandidates"
 GP = "GPSampler"
+#: GPSampler in a process where ``greenlet`` cannot be imported, so that Optuna
+#: runs its L-BFGS-B restarts one after another instead of batched.
+GP_NO_GREENLET = "GPSampler (no greenlet)"
 BOTORCH = "BoTorchSampler (exact)"
 #: SketchSampler with its earlier default: qLogNEI and a refit every trial.
 SKETCH_MC = "SketchSampler (qLogNEI, refit every trial)"
@@ -62,7 +89,10 @@ TPE = "TPESampler"
 #: SketchSampler with qLogNEHVI for every trial (several objectives).
 SKETCH_NEHVI = "SketchSampler (qLogNEHVI)"
 #: Each ours against the peer it replaces.
-PAIRS = ((SKETCH, GP), (CANDIDATES, BOTORCH))
+PAIRS = ((SKETCH, GP), (SKETCH, GP_NO_GREENLET), (CANDIDATES, BOTORCH))
+#: Methods that run only in a Python process of their own (never in turns):
+#: Optuna decides at import whether it batches L-BFGS-B with greenlet.
+SEPARATE = (GP_NO_GREENLET,)
 
 
 @dataclass
@@ -75,7 +105,9 @@ class Budget:
         default_factory=lambda: [SKETCH, GP, CANDIDATES, BOTORCH]
     )
     isolate: bool = True
-    #: Whole runs on noisy Hartmann-6 (trials, seeds) for the best values found.
+    #: Whole runs (trials, seeds) for the best values found: on noisy
+    #: Hartmann-6 where ``task`` is ``"smooth"``; from an empty study on the
+    #: mixed task where it is ``"mixed"`` (``suggest_scratch``).
     regret_trials: int = 0
     regret_seeds: list[int] = field(default_factory=list)
     #: ``"smooth"`` (the six-float-and-integer space) or ``"mixed"`` (a
@@ -103,8 +135,19 @@ BUDGETS = {
     # Every method and both ways of timing (hours).
     "large": Budget([300, 1000, 2000], 52),
     # The mixed space with failed trials at the issue's N: cold and a few warm
-    # suggestions of SketchSampler and GPSampler.
-    "mixed": Budget([1000], 8, [SKETCH, GP], isolate=False, task="mixed"),
+    # suggestions of SketchSampler and GPSampler, with and without greenlet
+    # (the latter alone only, so every method is timed alone too).
+    "mixed": Budget([1000], 8, [SKETCH, GP, GP_NO_GREENLET], task="mixed"),
+    # Whole 100-trial studies from an empty study on the mixed task, 5 seeds:
+    # the best value and the failed trials (``suggest_scratch``).
+    "mixed-scratch": Budget(
+        [],
+        0,
+        [SKETCH, GP, TPE],
+        regret_trials=100,
+        regret_seeds=[0, 1, 2, 3, 4],
+        task="mixed",
+    ),
     # Two objectives (a task loss and a latency-like cost): the hypervolume
     # of whole 60-trial studies, median of 3 seeds.
     "two-objective": Budget(
@@ -219,6 +262,13 @@ def make_sampler(method: str, seed: int = 0) -> Any:
         return SketchSampler(seed=seed)
     if method == GP:
         return optuna.samplers.GPSampler(seed=seed)
+    if method == GP_NO_GREENLET:
+        if _greenlet_imports():
+            raise RuntimeError(
+                f"{method!r} runs only where greenlet cannot be imported: "
+                "see _alone_without_greenlet."
+            )
+        return optuna.samplers.GPSampler(seed=seed)
     if method == TPE:
         return optuna.samplers.TPESampler(seed=seed)
     from optuna_integration import BoTorchSampler
@@ -317,7 +367,11 @@ def hartmann_run(method: str, trials: int, seed: int) -> tuple[float, float]:
 
 
 def run_regret(budget_name: str) -> list[RegretRow]:
-    r"""Whole runs of every method of a budget, each seed."""
+    r"""Whole runs on noisy Hartmann-6 of every method of a budget, each seed.
+
+    (The mixed task's whole studies are
+    :func:`~botorch_sketch.benchmarks.suggest_scratch.run_scratch`'s.)
+    """
     budget = BUDGETS[budget_name]
     rows = []
     threads = torch.get_num_threads()
@@ -383,35 +437,138 @@ def _alone(method: str, n: int, repeats: int, task: str = "smooth") -> list[floa
         return [step() for _ in range(repeats)]
 
 
+def _greenlet_imports() -> bool:
+    # Whether ``import greenlet`` succeeds here (without importing it: a
+    # ``None`` in ``sys.modules`` makes find_spec answer None).
+    try:
+        return importlib.util.find_spec("greenlet") is not None
+    except ValueError:
+        return "greenlet" in sys.modules
+
+
+#: The child of ``_alone_without_greenlet``: greenlet is blocked before
+#: anything else is imported (importing it then raises ImportError).
+_WITHOUT_GREENLET = """\
+import sys
+
+sys.modules["greenlet"] = None
+import json
+
+from botorch_sketch.benchmarks.suggest import _alone_unbatched
+
+method, n, repeats, task, path = json.loads(sys.argv[1])
+result = _alone_unbatched(method, n, repeats, task)
+with open(path, "w") as f:
+    json.dump(result, f)
+"""
+
+
+class _Records(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
+def _alone_unbatched(method: str, n: int, repeats: int, task: str) -> dict[str, Any]:
+    # ``_alone`` in the child of ``_alone_without_greenlet``, checked: greenlet
+    # cannot be imported, and Optuna logged that its L-BFGS-B runs sequentially
+    # (it does so when its batched L-BFGS-B module loads, on the first
+    # suggestion, and finds no greenlet).
+    import optuna
+
+    try:
+        import greenlet  # noqa: F401
+    except ImportError:
+        pass
+    else:
+        raise RuntimeError("greenlet imports in this process: it is not blocked.")
+    torch.set_num_threads(1)
+    records = _Records()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        _, step = _study(method, n, task)
+        # _study quietens Optuna; its warnings are recorded, not printed.
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
+        optuna.logging.disable_default_handler()
+        logging.getLogger("optuna").addHandler(records)
+        try:
+            seconds = [step() for _ in range(repeats)]
+        finally:
+            logging.getLogger("optuna").removeHandler(records)
+            optuna.logging.set_verbosity(optuna.logging.ERROR)
+    fallback = [m for m in records.messages if "greenlet" in m]
+    if not fallback or sys.modules.get("greenlet") is not None:
+        raise RuntimeError(
+            "Optuna did not log its fallback to sequential L-BFGS-B: cannot "
+            f"confirm that {method!r} ran unbatched (warnings: {records.messages})."
+        )
+    return {"seconds": seconds, "fallback": fallback[0]}
+
+
+def _alone_without_greenlet(
+    method: str, n: int, repeats: int, task: str = "smooth"
+) -> list[float]:
+    # ``_alone`` in a fresh Python process where greenlet cannot be imported.
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "seconds.json")
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                _WITHOUT_GREENLET,
+                json.dumps([method, n, repeats, task, path]),
+            ],
+            capture_output=True,
+            text=True,
+        )
+        if done.returncode != 0:
+            raise RuntimeError(
+                f"{method!r} failed in its process (exit {done.returncode}):\n"
+                + done.stderr[-4000:]
+            )
+        with open(path) as f:
+            return json.load(f)["seconds"]
+
+
 def run(budget_name: str = "small") -> list[Row]:
-    r"""Time every method of a budget at every N, taking turns and alone."""
+    r"""Time every method of a budget at every N, taking turns and alone.
+
+    The methods of :data:`SEPARATE` do not take turns: they run alone only
+    (in a Python process of their own), whether or not the budget isolates.
+    """
     budget = BUDGETS[budget_name]
     rows = []
+    turns = [m for m in budget.methods if m not in SEPARATE]
+    alone_methods = [m for m in budget.methods if budget.isolate or m in SEPARATE]
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
         for n in budget.sizes:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                steps = {m: _study(m, n, budget.task)[1] for m in budget.methods}
-                seconds: dict[str, list[float]] = {m: [] for m in budget.methods}
+                steps = {m: _study(m, n, budget.task)[1] for m in turns}
+                seconds: dict[str, list[float]] = {m: [] for m in turns}
                 for r in range(budget.repeats):
-                    order = budget.methods if r % 2 == 0 else budget.methods[::-1]
+                    order = turns if r % 2 == 0 else turns[::-1]
                     for m in order:
                         seconds[m].append(steps[m]())
-            for m in budget.methods:
+            for m in turns:
                 rows.append(_row(m, n, "turns", seconds[m]))
                 print(_line(rows[-1]), flush=True)
-            if not budget.isolate:
-                continue
             context = multiprocessing.get_context("spawn")
-            for m in budget.methods:
-                with concurrent.futures.ProcessPoolExecutor(
-                    max_workers=1, mp_context=context
-                ) as pool:
-                    alone = pool.submit(
-                        _alone, m, n, budget.repeats, budget.task
-                    ).result()
+            for m in alone_methods:
+                if m in SEPARATE:
+                    alone = _alone_without_greenlet(m, n, budget.repeats, budget.task)
+                else:
+                    with concurrent.futures.ProcessPoolExecutor(
+                        max_workers=1, mp_context=context
+                    ) as pool:
+                        alone = pool.submit(
+                            _alone, m, n, budget.repeats, budget.task
+                        ).result()
                 rows.append(_row(m, n, "alone", alone))
                 print(_line(rows[-1]), flush=True)
     finally:
@@ -459,4 +616,24 @@ def render(rows: list[Row], machine: str) -> str:
         f"{r.mean:.3f} |"
         for r in rows
     ]
+    if any(r.method == GP_NO_GREENLET for r in rows):
+        lines += ["", _greenlet_note()]
     return "\n".join(lines)
+
+
+def _greenlet_note() -> str:
+    try:
+        version = importlib.metadata.version("greenlet")
+    except importlib.metadata.PackageNotFoundError:
+        version = None
+    batched = (
+        f"with greenlet {version} importable (batched L-BFGS-B restarts)"
+        if version is not None and _greenlet_imports()
+        else "without greenlet here either (so unbatched too)"
+    )
+    return (
+        f"{GP} ran {batched}; {GP_NO_GREENLET} ran in a Python process of its "
+        'own that blocks the import (`sys.modules["greenlet"] = None`) before '
+        "Optuna loads, where importing greenlet raised ImportError and Optuna "
+        "logged its fallback to sequential L-BFGS-B."
+    )

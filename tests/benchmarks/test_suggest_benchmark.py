@@ -113,3 +113,31 @@ def test_the_two_objective_task_and_its_hypervolume(monkeypatch):
     assert len(rows[0].hypervolumes) == 2 and all(s > 0 for s in rows[0].seconds)
     assert all(0 <= h < 4.4 for h in rows[0].hypervolumes)
     assert "| TPESampler |" in suggest_pareto.render_pareto(rows)
+
+
+def test_gp_without_greenlet_is_refused_where_greenlet_imports():
+    pytest.importorskip("greenlet")
+    assert suggest.GP_NO_GREENLET in suggest.BUDGETS["mixed"].methods
+    assert suggest.GP_NO_GREENLET in suggest.SEPARATE
+    with pytest.raises(RuntimeError, match="greenlet cannot be imported"):
+        suggest.make_sampler(suggest.GP_NO_GREENLET)
+    with pytest.raises(RuntimeError, match="greenlet imports"):
+        suggest._alone_unbatched(suggest.GP_NO_GREENLET, 12, 1, "mixed")
+
+
+@pytest.mark.slow
+def test_gp_without_greenlet_runs_alone_in_a_process_of_its_own(monkeypatch):
+    tiny = suggest.Budget(
+        [12], 2, [suggest.TPE, suggest.GP_NO_GREENLET], isolate=False, task="mixed"
+    )
+    monkeypatch.setitem(suggest.BUDGETS, "tiny", tiny)
+    rows = suggest.run("tiny")
+    # The no-greenlet method never takes turns: it runs alone even so.
+    assert [(r.method, r.way) for r in rows] == [
+        (suggest.TPE, "turns"),
+        (suggest.GP_NO_GREENLET, "alone"),
+    ]
+    assert len(rows[1].seconds) == 2 and all(s > 0 for s in rows[1].seconds)
+    text = suggest.render(rows, "test machine")
+    assert f"| 12 | alone | {suggest.GP_NO_GREENLET} |" in text
+    assert "logged its fallback to sequential L-BFGS-B" in text

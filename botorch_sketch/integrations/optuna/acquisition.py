@@ -3,7 +3,9 @@ r"""Fit the models and maximise the acquisition over the unit cube.
 
 :func:`_suggest` is the body shared by ``SketchSampler`` and the candidates
 functions for optuna-integration's ``BoTorchSampler``: one model per objective
-and constraint, analytic ``LogExpectedImprovement`` for a trial chosen alone,
+and constraint (and one for where trials failed, taken as a constraint),
+analytic ``LogExpectedImprovement`` for a trial chosen alone (if its point
+would more likely fail than not, ``LogConstrainedExpectedImprovement``),
 else ``qLogNoisyExpectedImprovement`` (one objective) or
 ``qLogNoisyExpectedHypervolumeImprovement`` (several), maximised by
 :func:`_maximise` so as not to repeat an observed or running configuration.
@@ -21,7 +23,10 @@ from collections.abc import Callable
 
 import torch
 from botorch.acquisition.acquisition import AcquisitionFunction
-from botorch.acquisition.analytic import LogExpectedImprovement
+from botorch.acquisition.analytic import (
+    LogConstrainedExpectedImprovement,
+    LogExpectedImprovement,
+)
 from botorch.acquisition.logei import qLogNoisyExpectedImprovement
 from botorch.acquisition.multi_objective.logei import (
     qLogExpectedHypervolumeImprovement,
@@ -44,6 +49,10 @@ from torch import Tensor
 
 from botorch_sketch.integrations.optuna.warping import _modelable
 
+#: The output name of the model of where trials fail (its stored
+#: hyperparameters and carried model go by it).
+FAILURES = "failed trials"
+
 #: Quasi-Monte Carlo samples of qLogEHVI for a trial chosen alone, at most.
 _EHVI_MC_SAMPLES = 64
 
@@ -62,6 +71,7 @@ def _suggest(
     round_to_grid: Callable[[Tensor], Tensor] | None,
     analytic: bool = False,
     warp: Callable[[Tensor, str], Tensor] | None = None,
+    failures: tuple[Tensor, Tensor] | None = None,
 ) -> Tensor:
     r"""Fit the models and maximise the acquisition over the unit cube.
 
@@ -84,6 +94,11 @@ def _suggest(
         warp: ``(Y, name) -> values modelled``, a monotone map of a single
             objective's ``n x 1`` values (several objectives and the
             constraints are modelled as they are).
+        failures: The ``k x D`` completed and failed trials' points and their
+            ``k x 1`` values, ``+1/2`` where a trial failed and ``-1/2`` where
+            it completed: modelled as one more constraint (feasible when
+            ``<= 0``), so that the acquisition is weighed by the probability
+            that a trial there does not fail. None: no failed trial.
 
     Returns:
         A ``1 x D`` tensor in the unit cube.
@@ -101,28 +116,44 @@ def _suggest(
             for i in range(train_con.shape[-1])
         ]
     models = [fit(train_X, Y, name) for name, Y in outputs]
+    if failures is not None:
+        # Fitted to its own points: the failed trials have no objective value.
+        models.append(fit(*failures, FAILURES))
     model = models[0] if len(models) == 1 else ModelListGP(*models)
-    constraints = None
-    if train_con is not None:
-        # Optuna's and BoTorch's conventions agree: feasible when <= 0.
-        constraints = [_OutcomeIndex(n_obj + i) for i in range(train_con.shape[-1])]
+    # Optuna's and BoTorch's conventions agree: feasible when <= 0.
+    constraint_outputs = list(range(n_obj, len(models)))
+    constraints = [_OutcomeIndex(i) for i in constraint_outputs] or None
+    alone = analytic and train_con is None and pending_X is None
     acqf: AcquisitionFunction
-    if analytic and len(models) == 1 and pending_X is None:
+    if alone and n_obj == 1:
         # One point chosen alone: the noisy incumbent is the best posterior mean
         # at the observed points, and EI needs no Monte Carlo (nor the joint
         # posterior over a baseline that qLogNEI samples each evaluation).
         with torch.no_grad():
-            best_f = model.posterior(train_X.unsqueeze(-2)).mean.max()
-        acqf = LogExpectedImprovement(model=model, best_f=best_f)
+            best_f = models[0].posterior(train_X.unsqueeze(-2)).mean.max()
+        acqf = LogExpectedImprovement(model=models[0], best_f=best_f)
+        X = _maximise(acqf, train_X, None, num_restarts, raw_samples, round_to_grid)
+        if failures is None or not _likely_to_fail(models[-1], X):
+            return X
+        # Where a trial would more likely fail than not: weigh EI by the
+        # probability that it does not (twice the posterior evaluations and
+        # about twice the L-BFGS-B iterations, so only when it matters).
+        acqf = LogConstrainedExpectedImprovement(
+            model=model,
+            best_f=best_f,
+            objective_index=0,
+            constraints={i: (None, 0.0) for i in constraint_outputs},
+        )
         return _maximise(acqf, train_X, None, num_restarts, raw_samples, round_to_grid)
     sampler = SobolQMCNormalSampler(torch.Size([mc_samples]), seed=seed)
-    if analytic and n_obj > 1 and train_con is None and pending_X is None:
+    if alone:
         # Several objectives chosen alone: the improvement over the Pareto
         # front of the posterior means at the observed points (noise-free,
         # as LogEI's incumbent above), one box decomposition in all, where
         # qLogNEHVI decomposes the front of every joint sample of the baseline.
         with torch.no_grad():
             mean = model.posterior(train_X.unsqueeze(-2)).mean.squeeze(-2)
+        mean = mean[:, :n_obj]
         partitioning = FastNondominatedPartitioning(
             ref_point=_reference_point(train_obj),
             Y=mean[is_non_dominated(mean)],
@@ -134,6 +165,12 @@ def _suggest(
             sampler=SobolQMCNormalSampler(
                 torch.Size([min(mc_samples, _EHVI_MC_SAMPLES)]), seed=seed
             ),
+            objective=(
+                IdentityMCMultiOutputObjective(outcomes=list(range(n_obj)))
+                if constraints
+                else None
+            ),
+            constraints=constraints,
         )
         return _maximise(acqf, train_X, None, num_restarts, raw_samples, round_to_grid)
     baseline = _baseline(model, train_X, n_obj, max_baseline)
@@ -232,6 +269,16 @@ def _maximise(
             new = torch.ones_like(new)
     best = values.masked_fill(~new, -math.inf).argmax()
     return candidates[best].unsqueeze(0)
+
+
+def _likely_to_fail(failures: Model, X: Tensor) -> bool:
+    r"""Whether a trial at ``X`` (``1 x D``) more likely fails than not.
+
+    ``failures`` models ``+1/2`` where trials failed and ``-1/2`` where they
+    completed: its posterior mean above 0 is nearer a failure.
+    """
+    with torch.no_grad():
+        return bool(failures.posterior(X).mean.squeeze() > 0)
 
 
 def _taken(X: Tensor, taken: Tensor) -> Tensor:

@@ -33,6 +33,12 @@ _SHORT_FIT_MAXITER = 50
 #: iterations (80 s) for a test error that 150 (10 s) already reached, the
 #: rest creeping the lengthscales of irrelevant inputs towards infinity.
 _LARGE_FIT_MAXITER = 150
+#: The model of where trials fail (``failed_trials="constraint"``) is a coarse
+#: surface: its carried ``NystromGP`` takes at most this many inducing points
+#: and fits on at most this many trials, so that it adds little to a
+#: suggestion's cost at N = 1000.
+_FAILURES_MAX_INDUCING = 128
+_FAILURES_FIT_SUBSET_SIZE = 200
 
 
 @dataclass(frozen=True)
@@ -60,6 +66,7 @@ class _SamplerOptions:
     # Defaults: options pickled before they existed come back with them.
     max_inducing: int | None = 384
     fit_subset_size: int | None = 500
+    failed_trials: str = "constraint"
 
     def __post_init__(self) -> None:
         _check_model(self.model, self.model_options)
@@ -71,6 +78,7 @@ class _SamplerOptions:
         _check_int("max_baseline", self.max_baseline, 1)
         _check_int("refit_every", self.refit_every, 1)
         _check_acquisition(self.acquisition)
+        _check_failed_trials(self.failed_trials)
         if self.max_inducing is not None:
             _check_int("max_inducing", self.max_inducing, 1)
         if self.fit_subset_size is not None:
@@ -97,22 +105,28 @@ class _SamplerOptions:
         r"""Whether ``NystromGP`` is carried by ``IncrementalGP`` between trials."""
         return self.model is NystromGP and self.warm_start
 
-    def incremental_kwargs(self) -> dict[str, Any]:
+    def incremental_kwargs(self, failures: bool = False) -> dict[str, Any]:
         r"""``IncrementalGP``'s caps: the inducing set's size, the fitting subset.
 
         Each applies unless ``model_options`` already decide it: fixed
         inducing inputs (no rule to cap), a ``fit_subset_size`` of their own,
         or an input transform or observed noise (which a fitting subset
-        does not support).
+        does not support). ``failures``: for the model of where trials fail,
+        whose caps are at most ``_FAILURES_MAX_INDUCING`` and
+        ``_FAILURES_FIT_SUBSET_SIZE``.
         """
         model_options = self.model_options or {}
         kwargs: dict[str, Any] = {}
         inducing = model_options.get("inducing")
-        if self.max_inducing is not None and (
+        cap = self.max_inducing
+        subset = self.fit_subset_size
+        if failures:
+            cap = min(cap or _FAILURES_MAX_INDUCING, _FAILURES_MAX_INDUCING)
+            subset = min(subset or _FAILURES_FIT_SUBSET_SIZE, _FAILURES_FIT_SUBSET_SIZE)
+        if cap is not None and (
             inducing is None or isinstance(inducing, SelectionRule)
         ):
-            kwargs["max_inducing"] = self.max_inducing
-        subset = self.fit_subset_size
+            kwargs["max_inducing"] = cap
         if (
             subset is not None
             and "fit_subset_size" not in model_options
@@ -177,6 +191,13 @@ def _check_acquisition(acquisition: str) -> None:
     if acquisition not in ("auto", "mc"):
         raise InputDataError(
             f'acquisition must be "auto" or "mc"; got {acquisition!r}.'
+        )
+
+
+def _check_failed_trials(failed_trials: str) -> None:
+    if failed_trials not in ("constraint", "ignore"):
+        raise InputDataError(
+            f'failed_trials must be "constraint" or "ignore"; got {failed_trials!r}.'
         )
 
 

@@ -22,6 +22,7 @@ from optuna.trial import FrozenTrial
 from torch import Tensor
 
 from botorch_sketch.bo import IncrementalGP
+from botorch_sketch.integrations.optuna.acquisition import FAILURES
 from botorch_sketch.integrations.optuna.encoding import _TKWARGS, _Encoding
 from botorch_sketch.integrations.optuna.options import (
     _LARGE_FIT_MAXITER,
@@ -111,7 +112,7 @@ class _CarriedModels:
     def encode_completed(
         self, encoding: _Encoding, completed: list[FrozenTrial]
     ) -> Tensor:
-        r"""The ``n x D`` encoded parameters of completed trials (cached)."""
+        r"""The ``n x D`` encoded parameters of the trials (cached by number)."""
         rows = []
         for t in completed:
             row = self.encoded.get(t.number)
@@ -159,11 +160,11 @@ class _CarriedModels:
                         refit_every=options.refit_every,
                         refit_growth=_REFIT_GROWTH,
                         fit_kwargs={"optimizer": optimizer},
-                        **options.incremental_kwargs(),
+                        **options.incremental_kwargs(failures=name == FAILURES),
                     )
                 optimizer = surrogate.fit_kwargs.get("optimizer")
                 if isinstance(optimizer, _Optimizer):
-                    subset = options.fit_subset_size
+                    subset = surrogate.model_kwargs.get("fit_subset_size")
                     large = subset is not None and train_X.shape[0] > subset
                     optimizer.maxiter = _LARGE_FIT_MAXITER if large else None
                     # At large N the inducing set changes only at refits: a

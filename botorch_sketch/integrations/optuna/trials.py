@@ -44,6 +44,21 @@ def _completed_trials(
     return completed
 
 
+def _failed_trials(
+    trials: list[FrozenTrial], search_space: dict[str, BaseDistribution]
+) -> list[FrozenTrial]:
+    r"""The failed trials whose parameters all lie in the search space.
+
+    A trial that failed before suggesting every parameter, or with a value
+    outside today's search space, is left out.
+    """
+    return [
+        t
+        for t in trials
+        if t.state == TrialState.FAIL and _contains(search_space, t.params)
+    ]
+
+
 def _completion_order(trial: FrozenTrial) -> tuple[float, int]:
     done = trial.datetime_complete
     return (done.timestamp() if done is not None else -math.inf, trial.number)

@@ -17,6 +17,9 @@ def pending_log(monkeypatch):
                 "pending": None
                 if kwargs["pending_X"] is None
                 else len(kwargs["pending_X"]),
+                "failures": None
+                if kwargs.get("failures") is None
+                else len(kwargs["failures"][0]),
             }
         )
         return original(**kwargs)

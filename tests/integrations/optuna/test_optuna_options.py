@@ -32,6 +32,7 @@ from botorch_sketch.integrations.optuna import SketchSampler  # noqa: E402
         ({"independent_sampler": "random"}, UnsupportedError, "independent_sampler"),
         ({"acquisition": "qEI"}, InputDataError, "acquisition"),
         ({"warp_objective": "yes"}, InputDataError, "warp_objective"),
+        ({"failed_trials": "drop"}, InputDataError, "failed_trials"),
         # NumPy's casting error came later and did not name the argument.
         ({"seed": "x"}, InputDataError, "seed"),
         ({"seed": 1.5}, InputDataError, "seed"),
@@ -60,3 +61,19 @@ def test_the_options_are_checked_once_and_frozen():
     with pytest.raises(dataclasses.FrozenInstanceError):
         options.seed = 4
     assert not SketchSampler(warm_start=False)._options.carries_nystrom
+
+
+def test_the_model_of_failures_takes_smaller_caps():
+    options = SketchSampler()._options
+    objective = options.incremental_kwargs()
+    failures = options.incremental_kwargs(failures=True)
+    assert objective["max_inducing"] == 384
+    assert objective["model_kwargs"]["fit_subset_size"] == 500
+    assert failures["max_inducing"] == 128
+    assert failures["model_kwargs"]["fit_subset_size"] == 200
+    # A smaller cap of the user's is kept for both.
+    small = SketchSampler(max_inducing=64, fit_subset_size=100)._options
+    assert small.incremental_kwargs(failures=True)["max_inducing"] == 64
+    assert small.incremental_kwargs(failures=True)["model_kwargs"] == {
+        "fit_subset_size": 100
+    }

@@ -76,7 +76,8 @@ def test_conditional_parameters_fall_back_to_the_independent_sampler(caplog):
     assert "`slope`" in caplog.text or "`power`" in caplog.text
 
 
-def test_failed_and_pruned_trials_are_ignored(pending_log):
+@pytest.mark.parametrize("failed_trials", ["constraint", "ignore"])
+def test_failed_trials_are_modelled_and_pruned_ones_ignored(pending_log, failed_trials):
     def objective(trial):
         value = quadratic(trial)
         if trial.number % 4 == 1:
@@ -84,21 +85,69 @@ def test_failed_and_pruned_trials_are_ignored(pending_log):
         if trial.number % 4 == 2:
             trial.report(value, step=0)
             raise optuna.TrialPruned()
+        if trial.number == 7:
+            # Failed before its parameters were all suggested: left out.
+            raise RuntimeError("diverged")
         return value
 
     study = optuna.create_study(
-        sampler=SketchSampler(seed=2, n_startup_trials=4, **FAST)
+        sampler=SketchSampler(
+            seed=2, n_startup_trials=4, failed_trials=failed_trials, **FAST
+        )
     )
     study.optimize(objective, n_trials=16, catch=(RuntimeError,))
     states = [t.state for t in study.trials]
     assert optuna.trial.TrialState.FAIL in states
     assert optuna.trial.TrialState.PRUNED in states
-    # Each fit saw exactly the trials complete before it: none failed or pruned.
-    expected = [
-        sum(u.state.name == "COMPLETE" for u in study.trials[: t.number])
-        for t in model_based(study)
+    # Each fit of the objective saw the trials complete before it, never a
+    # failed or pruned one; with "constraint", the failures' model saw the
+    # completed and failed ones with both parameters.
+    before = [study.trials[: t.number] for t in model_based(study)]
+    complete = [sum(u.state.name == "COMPLETE" for u in b) for b in before]
+    failed = [
+        sum(u.state.name == "FAIL" and len(u.params) == 2 for u in b) for b in before
     ]
-    assert expected and [call["n"] for call in pending_log] == expected
+    assert complete and [call["n"] for call in pending_log] == complete
+    expected = (
+        [c + f if f else None for c, f in zip(complete, failed, strict=True)]
+        if failed_trials == "constraint"
+        else [None] * len(complete)
+    )
+    assert [call["failures"] for call in pending_log] == expected
+    assert any(expected) or failed_trials == "ignore"
+
+
+@pytest.mark.slow
+def test_a_failing_point_is_not_proposed_again_and_again():
+    # The objective rises into a corner where trials fail. Ignoring the
+    # failures, the model's maximum stays on one failing point and the
+    # sampler proposes it again and again; with the failures modelled, it
+    # probes the edge of the failing region at new points and finds the
+    # optimum on that edge (x + y = 1.6).
+    def objective(trial):
+        x = trial.suggest_float("x", 0.0, 1.0)
+        y = trial.suggest_float("y", 0.0, 1.0)
+        if x + y > 1.6:
+            raise RuntimeError("diverged")
+        return x + y
+
+    failed, best = {}, {}
+    for failed_trials in ("constraint", "ignore"):
+        sampler = SketchSampler(
+            seed=0, n_startup_trials=6, failed_trials=failed_trials, **FAST
+        )
+        study = optuna.create_study(direction="maximize", sampler=sampler)
+        study.optimize(objective, n_trials=26, catch=(RuntimeError,))
+        failed[failed_trials] = [
+            (round(t.params["x"], 2), round(t.params["y"], 2))
+            for t in study.trials[6:]
+            if t.state == optuna.trial.TrialState.FAIL
+        ]
+        best[failed_trials] = study.best_value
+    assert len(failed["ignore"]) > 10 and len(set(failed["ignore"])) <= 2
+    repeats = len(failed["constraint"]) - len(set(failed["constraint"]))
+    assert repeats <= 3
+    assert best["constraint"] > max(best["ignore"], 1.58)
 
 
 @pytest.mark.slow
