@@ -285,12 +285,17 @@ class CarriedNystromGP(NystromGP):
             return None
         return self.train_X[self.inducing_index].clone()
 
-    def _rows_of(self, inputs: Tensor) -> Tensor:
-        # Training rows holding ``inputs`` (those still in the data).
-        position = {tuple(x): i for i, x in enumerate(self.train_X.tolist())}
-        rows = [position.get(tuple(x)) for x in inputs.tolist()]
-        found = [row for row in rows if row is not None]
-        return torch.tensor(found, dtype=torch.long, device=self.train_X.device)
+    def _rows_of(self, inputs: Tensor, chunk_size: int = 4096) -> Tensor:
+        # Training rows holding ``inputs`` (those still in the data, in their
+        # order; the last row of a repeated input), ``m x chunk`` at a time.
+        X = self.train_X
+        rows = torch.full((inputs.shape[0],), -1, dtype=torch.long, device=X.device)
+        for start in range(0, X.shape[0], chunk_size):
+            same = torch.cdist(inputs, X[start : start + chunk_size], p=math.inf) == 0
+            hit = same.any(dim=-1)
+            last = same.shape[-1] - 1 - same.flip(-1).to(torch.uint8).argmax(dim=-1)
+            rows = torch.where(hit, start + last, rows)
+        return rows[rows >= 0]
 
     def _state(self) -> dict[str, dict[str, Tensor]]:
         return {
