@@ -37,6 +37,8 @@ _WORKER = textwrap.dedent(
     """
     import sys
     import time
+    from pathlib import Path
+
     import optuna
     import botorch_sketch.integrations.optuna as sketch_optuna
     import botorch_sketch.integrations.optuna.sampler as sampler_module
@@ -51,18 +53,29 @@ _WORKER = textwrap.dedent(
 
     sampler_module._suggest = spy
 
+    seed = int(sys.argv[2])
+
     def objective(trial):
         x = trial.suggest_float("x", -3.0, 3.0)
         y = trial.suggest_float("y", -3.0, 3.0)
         # Longer than a suggestion, so that each process suggests while the
-        # other's trial runs.
-        time.sleep(1.0)
+        # other's trial runs; of unequal lengths, so that the two processes
+        # cannot fall into step and suggest at the same moments.
+        time.sleep(1.0 + 0.7 * seed)
         return (x - 1.0) ** 2 + (y + 0.5) ** 2
+
+    # Both processes start once both have imported everything, so that
+    # one slow import cannot leave the other to run its trials alone.
+    ready = Path(sys.argv[3])
+    (ready / f"ready-{seed}").touch()
+    deadline = time.monotonic() + 120.0
+    while len(list(ready.glob("ready-*"))) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
 
     study = optuna.load_study(
         study_name="shared",
         storage=sys.argv[1],
-        sampler=sketch_optuna.SketchSampler(seed=int(sys.argv[2]), n_startup_trials=4),
+        sampler=sketch_optuna.SketchSampler(seed=seed, n_startup_trials=4),
     )
     study.optimize(objective, n_trials=7)
     print("PENDING", sum(p > 0 for p in pending))
@@ -84,7 +97,7 @@ def test_rdb_storage_shared_by_two_processes(tmp_path):
     }
     workers = [
         subprocess.Popen(
-            [sys.executable, str(script), storage, str(seed)],
+            [sys.executable, str(script), storage, str(seed), str(tmp_path)],
             cwd=REPO,
             env=env,
             stdout=subprocess.PIPE,
