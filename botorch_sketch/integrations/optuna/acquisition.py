@@ -9,11 +9,15 @@ would more likely fail than not, ``LogConstrainedExpectedImprovement``),
 else ``qLogNoisyExpectedImprovement`` (one objective) or
 ``qLogNoisyExpectedHypervolumeImprovement`` (several), maximised by
 :func:`_maximise` so as not to repeat an observed or running configuration.
-Several objectives chosen alone (no constraints, no pending points) take
-``qLogExpectedHypervolumeImprovement`` over the box decomposition of the
-posterior means' Pareto front, as ``GPSampler`` takes log EHVI; every
-hypervolume acquisition takes ``GPSampler``'s reference point
-(:func:`_reference_point`).
+Several objectives chosen alone (no constraints, no pending points) take the
+analytic :class:`~botorch_sketch.acquisition.LogExpectedHypervolumeImprovement`
+over the box decomposition of the posterior means' Pareto front, as
+``GPSampler`` takes log EHVI (with the failed trials' model as a constraint,
+``qLogExpectedHypervolumeImprovement``), started also from observed points on
+that front; every hypervolume acquisition takes ``GPSampler``'s reference point
+(:func:`_reference_point`). Every restart's rounded optimum is then improved one
+small discrete parameter at a time (:func:`_discrete_search`), as
+``GPSampler``'s mixed local search does.
 """
 
 from __future__ import annotations
@@ -36,9 +40,11 @@ from botorch.acquisition.multi_objective.objective import (
     IdentityMCMultiOutputObjective,
 )
 from botorch.acquisition.objective import GenericMCObjective
+from botorch.generation.gen import gen_candidates_scipy
 from botorch.models import ModelListGP
 from botorch.models.model import Model
 from botorch.optim import optimize_acqf
+from botorch.optim.initializers import gen_batch_initial_conditions
 from botorch.sampling import SobolQMCNormalSampler
 from botorch.utils.multi_objective.box_decompositions.non_dominated import (
     FastNondominatedPartitioning,
@@ -47,6 +53,7 @@ from botorch.utils.multi_objective.pareto import is_non_dominated
 from botorch.utils.sampling import draw_sobol_samples
 from torch import Tensor
 
+from botorch_sketch.acquisition import LogExpectedHypervolumeImprovement
 from botorch_sketch.integrations.optuna.warping import _modelable
 
 #: The output name of the model of where trials fail (its stored
@@ -72,6 +79,7 @@ def _suggest(
     analytic: bool = False,
     warp: Callable[[Tensor, str], Tensor] | None = None,
     failures: tuple[Tensor, Tensor] | None = None,
+    discrete: list[tuple[Tensor, Tensor]] | None = None,
 ) -> Tensor:
     r"""Fit the models and maximise the acquisition over the unit cube.
 
@@ -88,9 +96,9 @@ def _suggest(
         max_baseline: Largest baseline passed to the acquisition.
         round_to_grid: Maps ``... x D`` points to valid configurations.
         analytic: When the trial is chosen alone (no constraints, no pending
-            points), use analytic LogEI (one objective) or qLogEHVI over the
-            posterior means' Pareto front (several) rather than the noisy
-            Monte Carlo acquisitions.
+            points), use analytic LogEI (one objective) or analytic log EHVI
+            over the posterior means' Pareto front (several) rather than the
+            noisy Monte Carlo acquisitions.
         warp: ``(Y, name) -> values modelled``, a monotone map of a single
             objective's ``n x 1`` values (several objectives and the
             constraints are modelled as they are).
@@ -99,6 +107,9 @@ def _suggest(
             it completed: modelled as one more constraint (feasible when
             ``<= 0``), so that the acquisition is weighed by the probability
             that a trial there does not fail. None: no failed trial.
+        discrete: Each small discrete parameter's column indices and ``k x c``
+            encoded choices, searched exhaustively once the acquisition's
+            optimum is rounded (:func:`_discrete_search`).
 
     Returns:
         A ``1 x D`` tensor in the unit cube.
@@ -132,7 +143,9 @@ def _suggest(
         with torch.no_grad():
             best_f = models[0].posterior(train_X.unsqueeze(-2)).mean.max()
         acqf = LogExpectedImprovement(model=models[0], best_f=best_f)
-        X = _maximise(acqf, train_X, None, num_restarts, raw_samples, round_to_grid)
+        X = _maximise(
+            acqf, train_X, None, num_restarts, raw_samples, round_to_grid, discrete
+        )
         if failures is None or not _likely_to_fail(models[-1], X):
             return X
         # Where a trial would more likely fail than not: weigh EI by the
@@ -144,7 +157,9 @@ def _suggest(
             objective_index=0,
             constraints={i: (None, 0.0) for i in constraint_outputs},
         )
-        return _maximise(acqf, train_X, None, num_restarts, raw_samples, round_to_grid)
+        return _maximise(
+            acqf, train_X, None, num_restarts, raw_samples, round_to_grid, discrete
+        )
     sampler = SobolQMCNormalSampler(torch.Size([mc_samples]), seed=seed)
     if alone:
         # Several objectives chosen alone: the improvement over the Pareto
@@ -158,21 +173,38 @@ def _suggest(
             ref_point=_reference_point(train_obj),
             Y=mean[is_non_dominated(mean)],
         )
-        acqf = qLogExpectedHypervolumeImprovement(
-            model=model,
-            ref_point=partitioning.ref_point,
-            partitioning=partitioning,
-            sampler=SobolQMCNormalSampler(
-                torch.Size([min(mc_samples, _EHVI_MC_SAMPLES)]), seed=seed
-            ),
-            objective=(
-                IdentityMCMultiOutputObjective(outcomes=list(range(n_obj)))
-                if constraints
-                else None
-            ),
-            constraints=constraints,
+        if constraints:
+            acqf = qLogExpectedHypervolumeImprovement(
+                model=model,
+                ref_point=partitioning.ref_point,
+                partitioning=partitioning,
+                sampler=SobolQMCNormalSampler(
+                    torch.Size([min(mc_samples, _EHVI_MC_SAMPLES)]), seed=seed
+                ),
+                objective=IdentityMCMultiOutputObjective(outcomes=list(range(n_obj))),
+                constraints=constraints,
+            )
+        else:
+            acqf = LogExpectedHypervolumeImprovement(
+                model=model,
+                ref_point=partitioning.ref_point,
+                partitioning=partitioning,
+            )
+        # GPSampler's warm starts: up to half as many observed points on the
+        # posterior means' front as there are restarts, drawn at random.
+        front = train_X[is_non_dominated(mean)]
+        generator = torch.Generator().manual_seed(0 if seed is None else seed)
+        pick = torch.randperm(len(front), generator=generator)[: num_restarts // 2]
+        return _maximise(
+            acqf,
+            train_X,
+            None,
+            num_restarts,
+            raw_samples,
+            round_to_grid,
+            discrete,
+            starts=front[pick.to(front.device)],
         )
-        return _maximise(acqf, train_X, None, num_restarts, raw_samples, round_to_grid)
     baseline = _baseline(model, train_X, n_obj, max_baseline)
     if n_obj == 1:
         acqf = qLogNoisyExpectedImprovement(
@@ -205,7 +237,9 @@ def _suggest(
             X_pending=pending_X,
             prune_baseline=True,
         )
-    return _maximise(acqf, train_X, pending_X, num_restarts, raw_samples, round_to_grid)
+    return _maximise(
+        acqf, train_X, pending_X, num_restarts, raw_samples, round_to_grid, discrete
+    )
 
 
 def _maximise(
@@ -215,6 +249,8 @@ def _maximise(
     num_restarts: int,
     raw_samples: int,
     round_to_grid: Callable[[Tensor], Tensor] | None,
+    discrete: list[tuple[Tensor, Tensor]] | None = None,
+    starts: Tensor | None = None,
 ) -> Tensor:
     r"""The best (rounded) restart of ``optimize_acqf`` that is a new point.
 
@@ -231,25 +267,49 @@ def _maximise(
         num_restarts: Restarts of the optimiser.
         raw_samples: Raw samples for the restarts, and for the fallback.
         round_to_grid: Maps ``... x D`` points to valid configurations.
+        discrete: Each small discrete parameter's column indices and encoded
+            choices, searched exhaustively from each rounded optimum
+            (:func:`_discrete_search`); None: rounding alone.
+        starts: A ``s x D`` tensor of further starting points of the
+            optimiser, besides the ``num_restarts`` chosen from the raw samples.
 
     Returns:
         A ``1 x D`` tensor in the unit cube.
     """
     unit = torch.stack([torch.zeros_like(train_X[0]), torch.ones_like(train_X[0])])
+    # The raw samples scored in one batch (init_batch_limit defaults to
+    # batch_limit: 32 small calls for 256 samples), the restarts by 8.
+    options = {"batch_limit": 16, "init_batch_limit": raw_samples, "maxiter": 200}
+    initial = None
+    if starts is not None and len(starts):
+        # The restarts BoTorch picks from the raw samples, and the given
+        # starts beside them (GPSampler's warm starts: its best observed points).
+        initial = gen_batch_initial_conditions(
+            acq_function=acqf,
+            bounds=unit,
+            q=1,
+            num_restarts=num_restarts,
+            raw_samples=raw_samples,
+            options=options,
+        )
+        initial = torch.cat([initial, starts.unsqueeze(-2).to(initial)])
     candidates, values = optimize_acqf(
         acq_function=acqf,
         bounds=unit,
         q=1,
-        num_restarts=num_restarts,
+        num_restarts=num_restarts if initial is None else len(initial),
         raw_samples=raw_samples,
-        # The raw samples scored in one batch (init_batch_limit defaults to
-        # batch_limit: 32 small calls for 256 samples), the restarts by 8.
-        options={"batch_limit": 8, "init_batch_limit": raw_samples, "maxiter": 200},
+        options=options,
         post_processing_func=round_to_grid,
+        batch_initial_conditions=initial,
         return_best_only=False,
     )
     # ``num_restarts x 1 x D`` rounded optima and their acquisition values.
     candidates, values = candidates.detach().squeeze(-2), values.detach().view(-1)
+    if discrete:
+        candidates, values = _discrete_search(
+            acqf, candidates, values, discrete, round_to_grid
+        )
     taken = train_X if pending_X is None else torch.cat([train_X, pending_X])
     new = ~_taken(candidates, taken)
     if not new.any():
@@ -269,6 +329,85 @@ def _maximise(
             new = torch.ones_like(new)
     best = values.masked_fill(~new, -math.inf).argmax()
     return candidates[best].unsqueeze(0)
+
+
+def _discrete_search(
+    acqf: AcquisitionFunction,
+    candidates: Tensor,
+    values: Tensor,
+    discrete: list[tuple[Tensor, Tensor]],
+    round_to_grid: Callable[[Tensor], Tensor] | None,
+    max_rounds: int = 3,
+) -> tuple[Tensor, Tensor]:
+    r"""Improve rounded optima one discrete parameter at a time, as ``GPSampler``.
+
+    L-BFGS-B optimises the relaxed problem; rounding its optimum can land on a
+    worse choice than a neighbour, or a far one (a categorical parameter's
+    one-hot block, an integer whose acquisition is not unimodal). Each round
+    tries every value of each discrete parameter at every restart's optimum (one
+    batch of ``restarts x choices`` evaluations per parameter), keeps the best,
+    and re-optimises the continuous columns of the restarts that moved, with
+    their discrete columns fixed. It stops when no restart moves.
+
+    Args:
+        acqf: The acquisition function.
+        candidates: ``r x D`` rounded optima.
+        values: Their ``r`` acquisition values.
+        discrete: Each discrete parameter's column indices and ``k x c``
+            encoded choices (``encoding._discrete_choices``).
+        round_to_grid: Maps ``... x D`` points to valid configurations.
+        max_rounds: Rounds of the sweep at most.
+
+    Returns:
+        The improved ``r x D`` candidates and their ``r`` values.
+    """
+    D = candidates.shape[-1]
+    fixed = torch.zeros(D, dtype=torch.bool, device=candidates.device)
+    for columns, _ in discrete:
+        fixed[columns] = True
+    # Columns that belong to no small discrete parameter: continuous ones (and
+    # large integer grids, rounded as before).
+    free = (~fixed).nonzero().view(-1)
+    for _ in range(max_rounds):
+        moved = torch.zeros_like(values, dtype=torch.bool)
+        for columns, choices in discrete:
+            r, k = len(candidates), len(choices)
+            alternatives = candidates.unsqueeze(1).repeat(1, k, 1)
+            alternatives[..., columns] = choices.to(candidates)
+            with torch.no_grad():
+                scores = acqf(alternatives.view(r * k, 1, D)).view(r, k)
+            best, index = scores.max(dim=-1)
+            better = best > values + 1e-9 * values.abs().clamp_min(1.0)
+            candidates = torch.where(
+                better.unsqueeze(-1), alternatives[torch.arange(r), index], candidates
+            )
+            values = torch.where(better, best, values)
+            moved |= better
+        if not moved.any():
+            break
+        if len(free) == 0:
+            continue
+        # The continuous columns of the restarts that moved, re-optimised with
+        # every fixed column at its new value.
+        start = candidates[moved].unsqueeze(-2)
+        polished, _ = gen_candidates_scipy(
+            initial_conditions=start,
+            acquisition_function=acqf,
+            lower_bounds=0.0,
+            upper_bounds=1.0,
+            options={"maxiter": 200},
+            fixed_features={int(c): start[:, 0, c] for c in fixed.nonzero().view(-1)},
+        )
+        polished = polished.detach()
+        if round_to_grid is not None:
+            polished = round_to_grid(polished)
+        with torch.no_grad():
+            polished_values = acqf(polished).view(-1)
+        better = polished_values > values[moved]
+        rows = moved.nonzero().view(-1)[better]
+        candidates[rows] = polished.squeeze(-2)[better]
+        values[rows] = polished_values[better]
+    return candidates, values
 
 
 def _likely_to_fail(failures: Model, X: Tensor) -> bool:

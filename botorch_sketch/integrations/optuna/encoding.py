@@ -162,6 +162,46 @@ def _rounding(encoding: _Encoding) -> Callable[[Tensor], Tensor] | None:
     return round_to_grid
 
 
+#: Discrete parameters of at most this many values are searched exhaustively
+#: once the acquisition's optimum is rounded (``GPSampler``'s bound too).
+_MAX_EXHAUSTIVE = 16
+
+
+def _discrete_choices(encoding: _Encoding) -> list[tuple[Tensor, Tensor]]:
+    r"""Every value of each small discrete parameter, as its encoded columns.
+
+    One entry per categorical parameter, integer or stepped float of 2 to
+    ``_MAX_EXHAUSTIVE`` values: its ``c`` column indices and the ``k x c``
+    encoded values of its ``k`` choices (one-hot rows for a categorical one).
+    """
+    entries = []
+    for distribution, columns in zip(
+        encoding.search_space.values(), encoding.columns, strict=True
+    ):
+        d = distribution
+        if isinstance(d, CategoricalDistribution):
+            choices = np.eye(len(columns))
+        elif getattr(d, "step", None) is not None or isinstance(d, IntDistribution):
+            step = 1 if d.step is None else d.step
+            count = int(round((d.high - d.low) / step)) + 1
+            if count > _MAX_EXHAUSTIVE:
+                continue
+            low, high = _bounds(d)
+            values = [_to_real(d.low + i * step, d) for i in range(count)]
+            choices = ((np.array(values) - low) / (high - low)).reshape(-1, 1)
+        else:
+            continue
+        if len(choices) < 2:
+            continue
+        entries.append(
+            (
+                torch.as_tensor(columns, dtype=torch.long),
+                torch.as_tensor(choices, **_TKWARGS),
+            )
+        )
+    return entries
+
+
 def _is_categorical(distribution: BaseDistribution) -> bool:
     return hasattr(distribution, "choices")
 

@@ -65,10 +65,13 @@ class DTCCovarianceOperator(LinearOperator):
         self.prior = prior
         self.rows = rows
         self.root = root
+        # Once: a lazily evaluated kernel's shape is worked out anew at each
+        # call, and linear_operator asks for the size at every operation.
+        batch = torch.broadcast_shapes(prior.batch_shape, rows.shape[:-2])
+        self._shape = batch + prior.shape[-2:]
 
     def _size(self) -> torch.Size:
-        batch = torch.broadcast_shapes(self.prior.batch_shape, self.rows.shape[:-2])
-        return batch + self.prior.shape[-2:]
+        return self._shape
 
     def _transpose_nonbatch(self) -> DTCCovarianceOperator:
         return self  # symmetric

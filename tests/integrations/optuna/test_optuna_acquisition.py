@@ -1,10 +1,14 @@
+import math
+
 import pytest
 import torch
 
 optuna = pytest.importorskip("optuna")
 
+from botorch.acquisition.acquisition import AcquisitionFunction  # noqa: E402
 from botorch.acquisition.analytic import LogExpectedImprovement  # noqa: E402
 from botorch.acquisition.logei import qLogNoisyExpectedImprovement  # noqa: E402
+from botorch.models.deterministic import GenericDeterministicModel  # noqa: E402
 from optuna.distributions import CategoricalDistribution, IntDistribution  # noqa: E402
 from optuna_helpers import FAST, model_based, quadratic  # noqa: E402
 
@@ -81,3 +85,96 @@ def test_a_fully_observed_grid_still_gets_a_suggestion():
     trial = study.ask(space)
     assert len(model_based(study)) == 1
     assert trial.params["n"] in (0, 1) and trial.params["kind"] in ("a", "b")
+
+
+class _Profile(AcquisitionFunction):
+    r"""A known acquisition of ``batch x 1 x D`` points, by a callable."""
+
+    def __init__(self, value) -> None:
+        super().__init__(GenericDeterministicModel(lambda X: X[..., :1]))
+        self.value = value
+
+    def forward(self, X):
+        return self.value(X.squeeze(-2))
+
+
+def _grid(n_values):
+    # An integer of ``n_values`` values, encoded as Optuna's grid: (i + 0.5) / n.
+    return (torch.arange(n_values, dtype=torch.float64) + 0.5) / n_values
+
+
+def test_discrete_search_leaves_a_local_peak_of_an_integer_and_repolishes():
+    # Column 1 is an integer of 8 values with a local peak at i = 1 and the
+    # best at i = 6; the best continuous column 0 moves with it (0.2, then 0.8).
+    grid = _grid(8)
+
+    def value(X):
+        n = X[..., 1]
+        peaks = torch.exp(-(((n - grid[1]) / 0.08) ** 2)) + 2 * torch.exp(
+            -(((n - grid[6]) / 0.08) ** 2)
+        )
+        centre = 0.2 + 0.6 * torch.sigmoid((n - 0.5) * 20)
+        return peaks - (X[..., 0] - centre) ** 2
+
+    def round_to_grid(X):
+        X = X.clone()
+        X[..., 1] = grid[(X[..., 1] * 8 - 0.5).round().clamp(0, 7).long()]
+        return X
+
+    acqf = _Profile(value)
+    start = torch.tensor([[0.2, grid[1].item()]], dtype=torch.float64)
+    discrete = [(torch.tensor([1]), grid.unsqueeze(-1))]
+    candidates, values = acquisition_module._discrete_search(
+        acqf, start, acqf(start.unsqueeze(-2)), discrete, round_to_grid
+    )
+    assert candidates[0, 1] == grid[6]
+    # The continuous column's best for i = 6: the centre there.
+    centre = 0.2 + 0.6 * torch.sigmoid((grid[6] - 0.5) * 20)
+    assert candidates[0, 0] == pytest.approx(centre.item(), abs=1e-4)
+    assert values[0] == pytest.approx(2.0, abs=1e-4)
+    # Without it, rounding keeps the local peak: the search is what moves it.
+    assert value(start)[0] < 1.01
+
+
+def test_discrete_search_picks_a_categorical_block_as_a_whole():
+    # Columns 1-3 are one categorical parameter's one-hot block; the best is
+    # the third choice, whatever column 0.
+    def value(X):
+        return X[..., 1:] @ torch.tensor([0.0, 1.0, 3.0], dtype=X.dtype) - X[..., 0]
+
+    acqf = _Profile(value)
+    start = torch.tensor(
+        [[0.0, 1.0, 0.0, 0.0], [0.5, 0.0, 1.0, 0.0]], dtype=torch.float64
+    )
+    one_hot = torch.eye(3, dtype=torch.float64)
+    candidates, values = acquisition_module._discrete_search(
+        acqf,
+        start,
+        acqf(start.unsqueeze(-2)),
+        [(torch.tensor([1, 2, 3]), one_hot)],
+        None,
+    )
+    assert candidates[:, 1:].tolist() == [[0.0, 0.0, 1.0], [0.0, 0.0, 1.0]]
+    # Column 0 re-optimised to its bound once the block moved.
+    assert candidates[:, 0].tolist() == [0.0, 0.0]
+    assert values.tolist() == [3.0, 3.0]
+
+
+def test_the_given_starts_reach_a_peak_the_raw_samples_miss():
+    # A peak of width 0.01 in 4 dimensions, flat (in its gradient) elsewhere:
+    # 16 raw samples do not find it; a start near it does.
+    peak = torch.full((4,), 0.37, dtype=torch.float64)
+
+    def value(X):
+        return torch.exp(-((X - peak) ** 2).sum(-1) / (2 * 0.01**2))
+
+    acqf = _Profile(value)
+    train_X = torch.zeros(1, 4, dtype=torch.float64)
+    torch.manual_seed(0)
+    missed = acquisition_module._maximise(acqf, train_X, None, 2, 16, None)
+    found = acquisition_module._maximise(
+        acqf, train_X, None, 2, 16, None, starts=(peak + 0.01).unsqueeze(0)
+    )
+    assert (missed - peak).abs().max() > 0.1
+    assert torch.allclose(found.squeeze(0), peak, atol=1e-4)
+    assert math.isclose(value(found).item(), 1.0, abs_tol=1e-6)

@@ -22,6 +22,7 @@ from optuna_helpers import (  # noqa: E402
 from botorch_sketch.integrations.optuna import SketchSampler  # noqa: E402
 from botorch_sketch.integrations.optuna.encoding import (  # noqa: E402
     _contains,
+    _discrete_choices,
     _Encoding,
     _rounding,
 )
@@ -135,3 +136,31 @@ def test_only_a_space_with_steps_or_choices_is_rounded():
     assert torch.allclose(rounded[..., :2], X[..., :2], rtol=0, atol=1e-12)
     # n in 0..4 spans [-0.5, 4.5]: 0.49 is n = 2 (0.5), and so is 0.51.
     assert rounded[..., 2].flatten().tolist() == [0.5, 0.5]
+
+
+def test_discrete_choices_are_the_encodings_of_every_small_grid():
+    space = {
+        "x": FloatDistribution(0, 1),
+        "n": IntDistribution(1, 16),
+        "kind": CategoricalDistribution(["a", "b", "c"]),
+        "s": FloatDistribution(0.0, 1.0, step=0.25),
+        "big": IntDistribution(1, 17),  # 17 values: rounded only
+        "k": IntDistribution(1, 8, log=True),
+        "one": IntDistribution(3, 3),
+    }
+    encoding = _Encoding(space)
+    choices = _discrete_choices(encoding)
+    base = {"x": 0.5, "n": 1, "kind": "a", "s": 0.0, "big": 1, "k": 1, "one": 3}
+    values = {
+        "n": list(range(1, 17)),
+        "kind": ["a", "b", "c"],
+        "s": [0.0, 0.25, 0.5, 0.75, 1.0],
+        "k": list(range(1, 9)),
+    }
+    assert [c.tolist() for c, _ in choices] == [
+        encoding.columns[list(space).index(name)].tolist() for name in values
+    ]
+    for (columns, encoded), (name, grid) in zip(choices, values.items(), strict=True):
+        expected = [encoding.encode({**base, name: v})[columns.numpy()] for v in grid]
+        assert encoded.shape == (len(grid), len(columns))
+        assert np.allclose(encoded.numpy(), np.stack(expected), rtol=0, atol=1e-15)
