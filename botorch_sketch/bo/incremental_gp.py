@@ -55,6 +55,7 @@ References:
 
 from __future__ import annotations
 
+import copy
 import warnings
 from dataclasses import dataclass
 from typing import Any
@@ -63,6 +64,7 @@ import torch
 from botorch.exceptions.errors import InputDataError, ModelFittingError
 from botorch.exceptions.warnings import OptimizationWarning
 from botorch.fit import fit_gpytorch_mll
+from gpytorch.kernels import Kernel
 from gpytorch.mlls import ExactMarginalLogLikelihood
 from torch import Tensor
 
@@ -138,7 +140,9 @@ class IncrementalGP:
                 change the set only at refits (False: no ``O(n m^2)`` step
                 between refits).
             model_kwargs: Passed to ``NystromGP`` (``inducing``,
-                ``covar_module``, transforms, ...).
+                ``covar_module``, transforms, ...). A ``covar_module`` is a
+                template: each model built gets a deep copy of it, so that
+                no two models share their hyperparameters.
             fit_kwargs: Passed to ``fit_gpytorch_mll``.
             generator: The random generator of the coins.
         """
@@ -349,7 +353,10 @@ class IncrementalGP:
         warm: NystromGP | None,
         same_rows: bool = True,
     ) -> NystromGP:
-        model = NystromGP(X, Y, train_Yvar=Yvar, **self.model_kwargs)
+        kwargs = dict(self.model_kwargs)
+        if isinstance(kwargs.get("covar_module"), Kernel):
+            kwargs["covar_module"] = copy.deepcopy(kwargs["covar_module"])
+        model = NystromGP(X, Y, train_Yvar=Yvar, **kwargs)
         if self.max_inducing is not None and X.shape[0] > self.max_inducing:
             # The exact regime would make every input inducing, past the cap.
             model.exact_fraction = None

@@ -302,3 +302,23 @@ def test_bad_shapes_are_named_before_anything_is_built():
         IncrementalGP(max_inducing=2.5)
     with pytest.raises(InputDataError, match="fixed inducing"):
         IncrementalGP(max_inducing=5, model_kwargs={"inducing": X[:5]})
+
+
+def test_a_kernel_in_model_kwargs_is_copied_for_each_model():
+    from gpytorch.kernels import MaternKernel
+
+    template = MaternKernel(nu=2.5, ard_num_dims=3).double()
+    initial = template.lengthscale.detach().clone()
+    X, batches, noise = _stream(steps=1)
+    Y = _f(X) + noise[: len(X)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ExactRegimeWarning)
+        first = IncrementalGP(refit_every=1, model_kwargs={"covar_module": template})
+        second = IncrementalGP(refit_every=1, model_kwargs={"covar_module": template})
+        a = first(X, Y)
+        b = second(X, -Y)
+    assert isinstance(a.covar_module, MaternKernel)
+    assert a.covar_module is not template and b.covar_module is not a.covar_module
+    # Each fitted its own hyperparameters; the template kept its own.
+    assert not torch.allclose(a.covar_module.lengthscale, initial)
+    assert torch.equal(template.lengthscale.detach(), initial)

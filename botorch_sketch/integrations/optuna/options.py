@@ -14,6 +14,7 @@ from botorch.models.model import Model
 from optuna.samplers import BaseSampler
 from torch import Tensor
 
+from botorch_sketch.integrations.optuna.kernel import _gpsampler_kernel
 from botorch_sketch.models import NystromGP
 from botorch_sketch.sketching.rules import SelectionRule
 
@@ -106,17 +107,20 @@ class _SamplerOptions:
         r"""Whether ``NystromGP`` is carried by ``IncrementalGP`` between trials."""
         return self.model is NystromGP and self.warm_start
 
-    def incremental_kwargs(self, failures: bool = False) -> dict[str, Any]:
-        r"""``IncrementalGP``'s caps: the inducing set's size, the fitting subset.
+    def incremental_kwargs(self, dim: int, failures: bool = False) -> dict[str, Any]:
+        r"""``IncrementalGP``'s caps and kernel, for ``dim`` encoded columns.
 
-        Each applies unless ``model_options`` already decide it: fixed
+        The caps are the inducing set's size and the fitting subset's. Each
+        applies unless ``model_options`` already decide it: fixed
         inducing inputs (no rule to cap), a ``fit_subset_size`` of their own,
         or an input transform or observed noise (which a fitting subset
-        does not support). ``failures``: for the model of where trials fail,
-        whose caps are at most ``_FAILURES_MAX_INDUCING`` and
+        does not support), a ``covar_module`` (else ``GPSampler``'s kernel:
+        ``kernel._gpsampler_kernel``). ``failures``: for the model of where
+        trials fail, whose caps are at most ``_FAILURES_MAX_INDUCING`` and
         ``_FAILURES_FIT_SUBSET_SIZE``.
         """
-        model_options = self.model_options or {}
+        model_options = dict(self.model_options or {})
+        model_options.setdefault("covar_module", _gpsampler_kernel(dim))
         kwargs: dict[str, Any] = {}
         inducing = model_options.get("inducing")
         cap = self.max_inducing

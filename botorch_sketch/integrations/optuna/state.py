@@ -160,7 +160,9 @@ class _CarriedModels:
                         refit_every=options.refit_every,
                         refit_growth=_REFIT_GROWTH,
                         fit_kwargs={"optimizer": optimizer},
-                        **options.incremental_kwargs(failures=name == FAILURES),
+                        **options.incremental_kwargs(
+                            train_X.shape[-1], failures=name == FAILURES
+                        ),
                     )
                 optimizer = surrogate.fit_kwargs.get("optimizer")
                 if isinstance(optimizer, _Optimizer):
@@ -265,6 +267,15 @@ class _CarriedModels:
         return stored.get("parameters")
 
 
+#: L-BFGS-B's stopping rule for the carried models' fits, looser than scipy's
+#: defaults (``ftol`` 2.2e-9, ``gtol`` 1e-5), as ``GPSampler`` stops its own
+#: fits early (``gtol`` 1e-2 on its unnormalised loss): a warm-started refit at
+#: 60 trials took 61 evaluations of the marginal likelihood, half of a
+#: two-objective study's time, for changes that move no suggestion. With
+#: these, the fits of a 60-trial study took 4.0 s rather than 8.4 s.
+_FIT_TOLERANCES = {"ftol": 1e-6, "gtol": 1e-4}
+
+
 class _Optimizer:
     r"""``fit_gpytorch_mll``'s optimizer for a carried ``NystromGP``.
 
@@ -287,10 +298,10 @@ class _Optimizer:
             _load_hyperparameters(mll.model, self.parameters)
             self.parameters = None
             maxiter = min(maxiter or _SHORT_FIT_MAXITER, _SHORT_FIT_MAXITER)
+        options = {**_FIT_TOLERANCES, **(kwargs.get("options") or {})}
         if maxiter is not None:
-            options = dict(kwargs.get("options") or {})
             options.setdefault("maxiter", maxiter)
-            kwargs["options"] = options
+        kwargs["options"] = options
         return fit_gpytorch_mll_scipy(mll, *args, **kwargs)
 
 

@@ -65,15 +65,15 @@ def test_the_options_are_checked_once_and_frozen():
 
 def test_the_model_of_failures_takes_smaller_caps():
     options = SketchSampler()._options
-    objective = options.incremental_kwargs()
-    failures = options.incremental_kwargs(failures=True)
+    objective = options.incremental_kwargs(2)
+    failures = options.incremental_kwargs(2, failures=True)
     assert objective["max_inducing"] == 384
     assert objective["model_kwargs"]["fit_subset_size"] == 500
     assert failures["max_inducing"] == 128
     assert failures["model_kwargs"]["fit_subset_size"] == 200
     # A smaller cap of the user's is kept for both.
     small = SketchSampler(max_inducing=64, fit_subset_size=100)._options
-    assert small.incremental_kwargs(failures=True)["max_inducing"] == 64
-    assert small.incremental_kwargs(failures=True)["model_kwargs"] == {
-        "fit_subset_size": 100
-    }
+    assert small.incremental_kwargs(2, failures=True)["max_inducing"] == 64
+    kwargs = small.incremental_kwargs(2, failures=True)["model_kwargs"]
+    assert kwargs["fit_subset_size"] == 100
+    assert set(kwargs) == {"fit_subset_size", "covar_module"}

@@ -111,13 +111,13 @@ def test_the_caps_reach_incremental_gp():
         max_inducing=None,
         fit_subset_size=None,
         model_options={"inducing": RidgeLeverageSampler()},
-    )._options.incremental_kwargs()
+    )._options.incremental_kwargs(2)
     assert (
         "max_inducing" not in options
         and "fit_subset_size" not in (options["model_kwargs"])
     )
     fixed = SketchSampler(model_options={"inducing": torch.rand(3, 2)})._options
-    assert "max_inducing" not in fixed.incremental_kwargs()
+    assert "max_inducing" not in fixed.incremental_kwargs(2)
     for bad in ({"max_inducing": 0}, {"fit_subset_size": 1}, {"max_inducing": 2.5}):
         with pytest.raises(InputDataError, match=next(iter(bad))):
             SketchSampler(**bad)
