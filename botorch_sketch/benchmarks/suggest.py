@@ -48,9 +48,13 @@ the hypervolume of the noise-free values of the trials run (against the fixed
 reference point ``PARETO_REF``) and CPU seconds per study: ``run_pareto``,
 ``render_pareto``; ``python -m botorch_sketch.benchmarks.suggest two-objective``.
 
+The ``two-objective-dtlz2`` budget runs the same on BoTorch's DTLZ2 (6
+parameters, no noise, 6 seeds), where five parameters matter only near the
+front.
+
 ``python -m botorch_sketch.benchmarks suggest --budget BUDGET`` with ``BUDGET`` one of
 ``small``, ``medium``, ``quality``, ``exact``, ``large``, ``mixed``,
-``mixed-scratch`` and ``two-objective``.
+``mixed-scratch``, ``two-objective`` and ``two-objective-dtlz2``.
 """
 
 from __future__ import annotations
@@ -111,7 +115,8 @@ class Budget:
     regret_trials: int = 0
     regret_seeds: list[int] = field(default_factory=list)
     #: ``"smooth"`` (the six-float-and-integer space) or ``"mixed"`` (a
-    #: categorical too, and a region where the objective fails: ``_mixed_score``).
+    #: categorical too, and a region where the objective fails: ``_mixed_score``);
+    #: for two-objective studies ``"smooth"`` or ``"dtlz2"`` (``suggest_pareto``).
     task: str = "smooth"
     #: Whole two-objective studies (trials, seeds) for the hypervolume reached.
     pareto_trials: int = 0
@@ -152,6 +157,16 @@ BUDGETS = {
     # of whole 60-trial studies, median of 3 seeds.
     "two-objective": Budget(
         [], 0, [SKETCH, GP, TPE], pareto_trials=60, pareto_seeds=[0, 1, 2]
+    ),
+    # A second two-objective task, continuous and noise-free, where five of
+    # the six parameters matter only near the front.
+    "two-objective-dtlz2": Budget(
+        [],
+        0,
+        [SKETCH, GP, TPE],
+        task="dtlz2",
+        pareto_trials=60,
+        pareto_seeds=[0, 1, 2, 3, 4, 5],
     ),
 }
 

@@ -115,6 +115,19 @@ def test_the_two_objective_task_and_its_hypervolume(monkeypatch):
     assert "| TPESampler |" in suggest_pareto.render_pareto(rows)
 
 
+def test_the_dtlz2_budget_runs_whole_studies_against_its_reference(monkeypatch):
+    assert suggest.BUDGETS["two-objective-dtlz2"].task == "dtlz2"
+    tiny = suggest.Budget(
+        [], 0, [suggest.TPE], task="dtlz2", pareto_trials=8, pareto_seeds=[0]
+    )
+    monkeypatch.setitem(suggest.BUDGETS, "tiny", tiny)
+    (row,) = suggest_pareto.run_pareto("tiny")
+    # DTLZ2's front bounds the hypervolume against (1.1, 1.1): 1.21 - pi / 4.
+    assert 0 <= row.hypervolumes[0] < 1.21 - 3.14159 / 4
+    assert row.task == "dtlz2"
+    assert suggest_pareto.render_pareto([row]).startswith("DTLZ2")
+
+
 def test_gp_without_greenlet_is_refused_where_greenlet_imports():
     pytest.importorskip("greenlet")
     assert suggest.GP_NO_GREENLET in suggest.BUDGETS["mixed"].methods

@@ -127,8 +127,9 @@ class SketchSampler(BaseSampler):
     ``GPSampler``'s: each objective's worst standardised (feasible) value, made
     10% worse, so that extending the ends of the front counts.
 
-    A carried ``NystromGP`` (the default model) takes ``GPSampler``'s kernel
-    unless ``model_options`` give a ``covar_module``: a scaled Matern-5/2 ARD
+    A carried ``NystromGP`` (the default model) of an objective or a
+    constraint takes ``GPSampler``'s kernel unless ``model_options`` give a
+    ``covar_module``: a scaled Matern-5/2 ARD
     kernel whose lengthscale prior keeps every lengthscale near the unit
     cube's scale (:mod:`~botorch_sketch.integrations.optuna.kernel`). BoTorch's
     dimension-scaled prior let weakly informative lengthscales run long: on
