@@ -22,9 +22,8 @@ from botorch_sketch.sketching.rules import SelectionRule
 #: cube, ``train_Y`` is ``n x 1`` (to be maximised), both float64.
 ModelFactory = Callable[[Tensor, Tensor], Model]
 
-#: Scheduled refits also wait for the trials to grow by 5% (with ``refit_every``
-#: k, every k trials up to 20 k trials, every 5% of the trials after): see
-#: ``IncrementalGP``.
+#: Scheduled refits also wait for the trials to grow by 5% (every ``refit_every``
+#: trials up to 200, every 5% of the trials after): see ``IncrementalGP``.
 _REFIT_GROWTH = 0.05
 
 #: A study's stored hyperparameters start a new sampler's first fit, which then

@@ -158,7 +158,7 @@ class SketchSampler(BaseSampler):
         mc_samples: int = 128,
         max_baseline: int = 128,
         warm_start: bool = True,
-        refit_every: int = 1,
+        refit_every: int = 10,
         acquisition: str = "auto",
         warp_objective: bool = True,
         warn_independent_sampling: bool = True,
@@ -208,11 +208,12 @@ class SketchSampler(BaseSampler):
                 the new trials by ``condition_on_observations`` (a Woodbury
                 step; see :class:`~botorch_sketch.bo.IncrementalGP`, which also
                 refits when the inducing set has doubled or the data stop
-                agreeing with the hyperparameters). The default 1 refits every
-                trial up to 20 trials, then every 5% of the trials (every 50 at
-                1000); 10 waited for 10 trials below 200 trials, and lost
-                hypervolume on the two-objective benchmark (median 4.303
-                against 4.318 over 6 seeds), for about 0.1 s a trial at 60.
+                agreeing with the hyperparameters): every 10 trials below 200
+                trials, every 5% of the trials after. 1 refits every trial up
+                to 20 trials: on noisy Hartmann-6 (80 trials, seeds 0-3) that
+                more than tripled the regret (mean 0.061 against 0.019), and
+                with two objectives it tied (hypervolume 4.321 against 4.323
+                over 6 seeds).
             acquisition: ``"auto"``: analytic ``LogExpectedImprovement`` at the
                 best posterior mean of the observed points when a trial is
                 chosen alone (one objective, no constraints, no running trials;
