@@ -13,8 +13,8 @@ squared lengthscale ``r = 1 / l^2`` of log density ``-(0.1 / r + 0.1 r)``, and
 a ``Gamma(2, 1)`` prior on the kernel's scale. :func:`_gpsampler_kernel`
 builds that kernel from GPyTorch's parts (the lengthscale prior, which GPyTorch
 lacks, is :class:`_InverseSquaredLengthscalePrior`); with it the sampler
-reached 0.317 on DTLZ2, and tied ``GPSampler`` on the benchmark's own
-two-objective task (median 4.321 against 4.322 over 6 seeds). The model of
+reached 0.313 on DTLZ2, and tied ``GPSampler`` on the benchmark's own
+two-objective task (median 4.323 against 4.322 over 6 seeds). The model of
 where trials fail keeps BoTorch's kernel (see ``_SamplerOptions``).
 """
 
