@@ -278,7 +278,8 @@ def _maximise(
     """
     unit = torch.stack([torch.zeros_like(train_X[0]), torch.ones_like(train_X[0])])
     # The raw samples scored in one batch (init_batch_limit defaults to
-    # batch_limit: 32 small calls for 256 samples), the restarts by 8.
+    # batch_limit: 32 small calls for 256 samples), the restarts (with the
+    # given starts) in one batch of up to 16: one batched L-BFGS-B run.
     options = {"batch_limit": 16, "init_batch_limit": raw_samples, "maxiter": 200}
     initial = None
     if starts is not None and len(starts):
