@@ -366,9 +366,6 @@ def _discrete_search(
     fixed = torch.zeros(D, dtype=torch.bool, device=candidates.device)
     for columns, _ in discrete:
         fixed[columns] = True
-    # Columns that belong to no small discrete parameter: continuous ones (and
-    # large integer grids, rounded as before).
-    free = (~fixed).nonzero().view(-1)
     for _ in range(max_rounds):
         moved = torch.zeros_like(values, dtype=torch.bool)
         for columns, choices in discrete:
@@ -386,7 +383,9 @@ def _discrete_search(
             moved |= better
         if not moved.any():
             break
-        if len(free) == 0:
+        if fixed.all():
+            # No column left to re-optimise: only continuous ones (and large
+            # integer grids, rounded as before) belong to no small parameter.
             continue
         # The continuous columns of the restarts that moved, re-optimised with
         # every fixed column at its new value.
