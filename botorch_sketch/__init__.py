@@ -3,31 +3,61 @@ r"""botorch-sketch: scalable Gaussian-process Bayesian optimisation for BoTorch.
 
 Models whose cost grows with the effective dimension of the data rather than
 with the number of observations, as drop-in replacements for ``SingleTaskGP``.
+
+The names below are imported on first use (``from botorch_sketch import
+NystromGP`` works as before): importing the package itself, as the
+``botorch-sketch`` command does, loads neither torch nor BoTorch, which take
+seconds to import.
 """
 
-from botorch_sketch.acquisition import (
-    BKBUpperConfidenceBound,
-    qBKBUpperConfidenceBound,
-)
-from botorch_sketch.models import (
-    GradientSubsetGP,
-    IncrementalNystromModel,
-    NystromGP,
-    SGDLinearModel,
-)
-from botorch_sketch.sketching import (
-    Candidates,
-    FixedSelector,
-    GradientDiversitySubset,
-    GreedyVarianceSelector,
-    GreedyVarianceSubset,
-    RandomSubset,
-    RidgeLeverageSampler,
-    SelectionRule,
-    UniformSelector,
-)
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from botorch_sketch.acquisition import (
+        BKBUpperConfidenceBound,
+        qBKBUpperConfidenceBound,
+    )
+    from botorch_sketch.models import (
+        GradientSubsetGP,
+        IncrementalNystromModel,
+        NystromGP,
+        SGDLinearModel,
+    )
+    from botorch_sketch.sketching import (
+        Candidates,
+        FixedSelector,
+        GradientDiversitySubset,
+        GreedyVarianceSelector,
+        GreedyVarianceSubset,
+        RandomSubset,
+        RidgeLeverageSampler,
+        SelectionRule,
+        UniformSelector,
+    )
 
 __version__ = "0.1.0"
+
+#: Each public name and the subpackage it is imported from on first use.
+_EXPORTS: dict[str, str] = {
+    "BKBUpperConfidenceBound": "botorch_sketch.acquisition",
+    "qBKBUpperConfidenceBound": "botorch_sketch.acquisition",
+    "GradientSubsetGP": "botorch_sketch.models",
+    "IncrementalNystromModel": "botorch_sketch.models",
+    "NystromGP": "botorch_sketch.models",
+    "SGDLinearModel": "botorch_sketch.models",
+    "Candidates": "botorch_sketch.sketching",
+    "FixedSelector": "botorch_sketch.sketching",
+    "GradientDiversitySubset": "botorch_sketch.sketching",
+    "GreedyVarianceSelector": "botorch_sketch.sketching",
+    "GreedyVarianceSubset": "botorch_sketch.sketching",
+    "RandomSubset": "botorch_sketch.sketching",
+    "RidgeLeverageSampler": "botorch_sketch.sketching",
+    "SelectionRule": "botorch_sketch.sketching",
+    "UniformSelector": "botorch_sketch.sketching",
+}
 
 __all__ = [
     "BKBUpperConfidenceBound",
@@ -46,3 +76,30 @@ __all__ = [
     "UniformSelector",
     "qBKBUpperConfidenceBound",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    r"""Import a public name from its subpackage on first use (PEP 562).
+
+    Args:
+        name: The attribute asked for.
+
+    Returns:
+        The class the subpackage defines under ``name``; it is kept in the
+        package's namespace, so later look-ups do not come here.
+
+    Raises:
+        AttributeError: ``name`` is not a public name of the package (then a
+            ``from botorch_sketch import submodule`` imports the submodule).
+    """
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    r"""The module's names, the public ones not yet imported included."""
+    return sorted({*globals(), *_EXPORTS})

@@ -19,8 +19,48 @@ optuna``); the command is :mod:`botorch_sketch.tune.cli`, also run as
 - :mod:`~botorch_sketch.tune.plot`: plots of runs from their checkpoints.
 """
 
-from botorch_sketch.tune.config import TuneConfig
-from botorch_sketch.tune.errors import TuneError
-from botorch_sketch.tune.loop import tune
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from botorch_sketch.tune.config import TuneConfig
+    from botorch_sketch.tune.errors import TuneError
+    from botorch_sketch.tune.loop import tune
+
+#: Each public name and its module, imported on first use, so that ``botorch-sketch
+#: tune --help`` does not wait for torch, BoTorch and Ax (the loop's imports).
+_EXPORTS: dict[str, str] = {
+    "TuneConfig": "botorch_sketch.tune.config",
+    "TuneError": "botorch_sketch.tune.errors",
+    "tune": "botorch_sketch.tune.loop",
+}
 
 __all__ = ["TuneConfig", "TuneError", "tune"]
+
+
+def __getattr__(name: str) -> Any:
+    r"""Import a public name from its module on first use (PEP 562).
+
+    Args:
+        name: The attribute asked for.
+
+    Returns:
+        What the module defines under ``name``, then kept in this namespace.
+
+    Raises:
+        AttributeError: ``name`` is not a public name (then ``from
+            botorch_sketch.tune import submodule`` imports the submodule).
+    """
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    r"""The module's names, the public ones not yet imported included."""
+    return sorted({*globals(), *_EXPORTS})

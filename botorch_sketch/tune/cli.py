@@ -44,8 +44,6 @@ import sys
 import textwrap
 from collections.abc import Callable
 
-from botorch_sketch.tune.ax_client import quiet_ax
-from botorch_sketch.tune.checkpoint import read_record
 from botorch_sketch.tune.config import (
     ACQUISITIONS,
     BACKENDS,
@@ -54,17 +52,19 @@ from botorch_sketch.tune.config import (
     TuneConfig,
 )
 from botorch_sketch.tune.errors import TuneError
-from botorch_sketch.tune.loop import tune
 from botorch_sketch.tune.objective import (
     ObjectiveError,
     load_objective,
     parse_objectives,
 )
-from botorch_sketch.tune.plot import plot_checkpoints, summary
 from botorch_sketch.tune.problems import DATASETS, ESTIMATORS
 from botorch_sketch.tune.space import read_space, to_dict
 
 PROG = "botorch-sketch tune"
+
+# The loop, the checkpoint reader and the plots import torch, BoTorch and Ax
+# (seconds): they are imported where a run needs them, so that --help and bad
+# options are answered at once.
 
 
 def _plain(text: str) -> str:
@@ -297,6 +297,8 @@ def _config(args: argparse.Namespace) -> TuneConfig:
     if args.resume:
         if args.checkpoint is None:
             raise TuneError("--resume needs --checkpoint")
+        from botorch_sketch.tune.checkpoint import read_record
+
         stored = read_record(args.checkpoint)[1]["config"]
         _check_trusted_objective(args, stored)
         base = {k: stored[k] for k in TuneConfig.__dataclass_fields__ if k in stored}
@@ -352,6 +354,10 @@ def _check_problem_options(args: argparse.Namespace) -> None:
 
 def run(args: argparse.Namespace) -> int:
     r"""Carry out parsed ``tune`` arguments; raises ``TuneError`` on bad input."""
+    from botorch_sketch.tune.ax_client import quiet_ax
+    from botorch_sketch.tune.loop import tune
+    from botorch_sketch.tune.plot import plot_checkpoints, summary
+
     if args.compare:
         path, runs = plot_checkpoints(args.compare, args.plot or "compare.png")
         print(summary(runs))
