@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import torch
 from botorch.exceptions.errors import InputDataError
@@ -20,10 +20,17 @@ from botorch.fit import fit_gpytorch_mll
 from botorch.models.model import Model
 from botorch.utils.transforms import normalize, unnormalize
 from gpytorch.mlls import ExactMarginalLogLikelihood
+from optuna.distributions import (
+    BaseDistribution,
+    CategoricalDistribution,
+    FloatDistribution,
+    IntDistribution,
+)
 from torch import Tensor
 
 from botorch_sketch.bo import IncrementalGP
 from botorch_sketch.integrations.optuna.acquisition import _suggest
+from botorch_sketch.integrations.optuna.encoding import _Encoding
 from botorch_sketch.integrations.optuna.options import (
     _REFIT_GROWTH,
     _check_acquisition,
@@ -41,6 +48,7 @@ def nystrom_candidates_func(
     train_con: Tensor | None,
     bounds: Tensor,
     pending_x: Tensor | None,
+    search_space: Mapping[str, BaseDistribution] | None = None,
 ) -> Tensor:
     r"""A ``candidates_func`` for optuna-integration's ``BoTorchSampler``.
 
@@ -51,15 +59,21 @@ def nystrom_candidates_func(
     ``qLogNoisyExpectedHypervolumeImprovement`` (several), with pending points.
     A single objective is modelled through its half-rank warping, as
     ``SketchSampler`` models it. The acquisition is maximised over valid
-    configurations, never an observed or running one: the integer, stepped,
-    log-integer and one-hot columns are recognised from ``bounds`` and the
-    observed points (see :func:`_grid_rounding`) and rounded as Optuna rounds
-    them.
+    configurations, never an observed or running one: the categorical,
+    integer and stepped columns are rounded as Optuna rounds them, all of them
+    given ``search_space``, else those that Optuna's encoding of ``bounds``
+    shows (categorical, integer and log-integer ones; see
+    :func:`_grid_rounding`). No step is inferred from the observed values.
 
     Example:
+        >>> from functools import partial
         >>> from optuna_integration import BoTorchSampler
         >>> sampler = BoTorchSampler(
         ...     candidates_func=nystrom_candidates_func, consider_running_trials=True
+        ... )
+        >>> # Stepped floats and integers rounded too: the study's search space.
+        >>> sampler = BoTorchSampler(
+        ...     candidates_func=partial(nystrom_candidates_func, search_space=space)
         ... )
 
     Args:
@@ -70,6 +84,9 @@ def nystrom_candidates_func(
             ``<= 0``), or None.
         bounds: A ``2 x D`` tensor of lower and upper bounds of ``train_x``.
         pending_x: A ``p x D`` tensor of pending (running) parameters, or None.
+        search_space: The study's search space (parameter names to Optuna's
+            distributions), or None. Given, every parameter with a step is
+            rounded as Optuna rounds it; its encoding must give ``bounds``.
 
     Returns:
         A ``1 x D`` tensor: the next parameters, in the space of ``train_x``.
@@ -85,7 +102,16 @@ def nystrom_candidates_func(
     def warp(Y: Tensor, name: str) -> Tensor:
         return _HalfRankWarp(Y)(Y)
 
-    return _candidates(train_x, train_obj, train_con, bounds, pending_x, fit, warp=warp)
+    return _candidates(
+        train_x,
+        train_obj,
+        train_con,
+        bounds,
+        pending_x,
+        fit,
+        warp=warp,
+        search_space=search_space,
+    )
 
 
 class NystromCandidates:
@@ -113,6 +139,7 @@ class NystromCandidates:
         refit_every: int = 10,
         acquisition: str = "auto",
         warp_objective: bool = True,
+        search_space: Mapping[str, BaseDistribution] | None = None,
     ) -> None:
         r"""Configure the carried models.
 
@@ -122,10 +149,16 @@ class NystromCandidates:
             acquisition: ``"auto"`` or ``"mc"``, as for ``SketchSampler``.
             warp_objective: Model a single objective's half-rank warping, as
                 for ``SketchSampler`` (re-estimated at the scheduled refits).
+            search_space: The study's search space, or None: as for
+                :func:`nystrom_candidates_func`, every stepped parameter is
+                rounded as Optuna rounds it when it is given.
         """
         _check_int("refit_every", refit_every, 1)
         _check_acquisition(acquisition)
         _check_bool("warp_objective", warp_objective)
+        if search_space is not None:
+            _checked_space(search_space)
+        self.search_space = None if search_space is None else dict(search_space)
         self.refit_every = refit_every
         self.analytic = acquisition == "auto"
         self.warp_objective = warp_objective
@@ -170,6 +203,8 @@ class NystromCandidates:
             fit,
             self.analytic,
             warp if self.warp_objective else None,
+            # Absent from an instance pickled before it was an option.
+            getattr(self, "search_space", None),
         )
 
 
@@ -182,6 +217,7 @@ def _candidates(
     fit: Callable[[Tensor, Tensor, str], Model],
     analytic: bool = False,
     warp: Callable[[Tensor, str], Tensor] | None = None,
+    search_space: Mapping[str, BaseDistribution] | None = None,
 ) -> Tensor:
     r"""The body of both candidates functions, in ``train_x``'s space."""
     D = train_x.shape[-1]
@@ -217,7 +253,9 @@ def _candidates(
         mc_samples=256,
         max_baseline=128,
         round_to_grid=_grid_rounding(
-            train_x if pending_x is None else torch.cat([train_x, pending_x]), bounds
+            train_x if pending_x is None else torch.cat([train_x, pending_x]),
+            bounds,
+            search_space,
         ),
         analytic=analytic,
         warp=warp,
@@ -230,61 +268,66 @@ def _candidates(
     return unnormalize(candidate, bounds).clamp(bounds[0], below)
 
 
-#: Tolerance of the grid checks of :func:`_grid_rounding`, in grid steps (or
-#: relative to an integer): loose next to a step, tight next to a random float.
+#: Tolerance of the checks of :func:`_grid_rounding` (relative, or next to an
+#: integer): loose next to a step, tight next to a random float.
 _GRID_TOL = 1e-6
 
-#: Most points of an evenly spaced grid that :func:`_grid_rounding` looks for;
-#: a finer grid is left continuous (its relaxation is within half a step).
-_MAX_GRID_POINTS = 4096
 
+def _grid_rounding(
+    X: Tensor,
+    bounds: Tensor,
+    search_space: Mapping[str, BaseDistribution] | None = None,
+) -> Callable[[Tensor], Tensor] | None:
+    r"""The map of relaxed unit-cube points to valid configurations.
 
-def _grid_rounding(X: Tensor, bounds: Tensor) -> Callable[[Tensor], Tensor] | None:
-    r"""The map of relaxed unit-cube points to valid configurations, from the data.
-
-    A candidates function is given no search space, only ``BoTorchSampler``'s
-    encoding of it (Optuna's ``_SearchSpaceTransform``): a categorical
-    parameter as one-hot columns with bounds ``(0, 1)``, an integer or stepped
-    float ``low, low + s, ..., high`` as its values with bounds widened by half
-    a step, ``(low - s / 2, high + s / 2)``, a log-scaled integer as the log of
+    A candidates function is given ``BoTorchSampler``'s encoding of the search
+    space (Optuna's ``_SearchSpaceTransform``): a categorical parameter as
+    one-hot columns with bounds ``(0, 1)``, an integer or stepped float
+    ``low, low + s, ..., high`` as its values with bounds widened by half a
+    step, ``(low - s / 2, high + s / 2)``, a log-scaled integer as the log of
     its values with bounds ``(log(low - 1/2), log(high + 1/2))``. Without a
     rounding the acquisition was maximised over the relaxation, where a
     fractional ``depth`` or one-hot column is a point no trial has observed;
     Optuna rounds it back onto the best trial, which was proposed again and
     again (the README example repeated ``lr = 1e-4, depth = 6, gbdt`` from
-    trial 12 to 69 on seed 0: best 0.0099 at trial 80, and to the end with
-    ``nystrom_candidates_func``).
+    trial 12 to 69 on seed 0).
 
-    So the columns are recognised from the bounds and from every observed or
-    running point ``X`` (in ``BoTorchSampler``'s space), and rounded as
-    Optuna's untransform rounds them:
+    A column is rounded only where a distribution has a step:
 
-    - a run of columns with bounds ``(0, 1)`` and values in ``{0, 1}`` whose
-      rows each hold a single 1 is a one-hot block (taking its argmax);
-    - a column whose bounds are ``log(a - 1/2), log(b + 1/2)`` for integers
-      ``1 <= a <= b`` and whose values are logs of integers is a log-scaled
-      integer (rounded in ``exp`` space, clipped to ``[a, b]``);
-    - a column with two or more distinct values, each at the centre of one of
-      ``m`` equal cells of its bounds for one ``m`` up to
-      ``_MAX_GRID_POINTS`` (the smallest that fits), is a grid of ``m``
-      points (rounded to the centre of its cell).
+    - with ``search_space``, exactly as Optuna rounds it: every categorical,
+      integer and stepped float parameter, and nothing else;
+    - without it, only what the bounds of Optuna's encoding say with the
+      observed (and running) points ``X``: a run of two or more columns with
+      bounds ``(0, 1)`` whose rows each hold a single 1 (a categorical
+      parameter), a column with bounds ``(a - 1/2, b + 1/2)`` for integers
+      ``a < b`` and integer values (an integer), a column with bounds
+      ``(log(a - 1/2), log(b + 1/2))`` and values logs of integers (a
+      log-scaled integer). No step is inferred from the spacing of the
+      observed values: a continuous parameter warm-started at 0.25 and 0.75
+      was only ever proposed at those two values. A stepped parameter of step
+      other than 1 is left continuous (Optuna rounds it); pass
+      ``search_space`` to round it too.
 
-    Any other column is left continuous, as before. A random float matches
-    none of these but with negligible probability.
+    The cost is ``O(n D)``, with no comparison of every observed value with
+    every candidate grid.
 
     Args:
         X: A ``n x D`` tensor of the observed (and running) points, not
             normalised.
         bounds: A ``2 x D`` tensor of their bounds.
+        search_space: The search space, by parameter name, or None. The
+            parameters are encoded as ``BoTorchSampler`` encodes them: sorted
+            by name, those of a single value left out.
 
     Returns:
         ``... x D`` unit-cube points to rounded ones, or None when no column
         is discrete.
     """
+    if search_space is not None:
+        return _distribution_rounding(_checked_encoding(search_space, bounds))
     low, high = bounds[0], bounds[1]
     width = high - low
     valid = width > 0
-    R = (X - low) / torch.where(valid, width, 1.0)
     binary = valid & (low == 0) & (high == 1) & ((X == 0) | (X == 1)).all(dim=0)
     blocks: list[list[int]] = []
     column, D = 0, X.shape[-1]
@@ -300,25 +343,28 @@ def _grid_rounding(X: Tensor, bounds: Tensor) -> Callable[[Tensor], Tensor] | No
             if bool((total > 1).any()) or bool((total == 1).all()):
                 break
             end += 1
-        if end < D and binary[end] and bool((total == 1).all()):
+        if end < D and binary[end] and bool((total == 1).all()) and end > column:
+            # Two or more columns: a one-column block would be a continuous
+            # parameter in (0, 1) observed at 1 only (Optuna leaves a
+            # categorical parameter of one choice out of the encoding).
             blocks.append(list(range(column, end + 1)))
             column = end + 1
         else:
             column += 1
     in_block = {c for block in blocks for c in block}
     logs: list[tuple[int, float, float]] = []
-    grids: list[tuple[int, int]] = []
+    integers: list[tuple[int, float, float]] = []
     for c in range(D):
         if c in in_block or not bool(valid[c]):
             continue
-        integers = _log_integer_range(X[:, c], low[c], high[c])
-        if integers is not None:
-            logs.append((c, *integers))
+        log_range = _log_integer_range(X[:, c], low[c], high[c])
+        if log_range is not None:
+            logs.append((c, *log_range))
             continue
-        points = _grid_points(R[:, c])
-        if points is not None:
-            grids.append((c, points))
-    if not (blocks or logs or grids):
+        integer_range = _integer_range(X[:, c], low[c], high[c])
+        if integer_range is not None:
+            integers.append((c, *integer_range))
+    if not (blocks or logs or integers):
         return None
 
     def round_to_grid(U: Tensor) -> Tensor:
@@ -331,11 +377,141 @@ def _grid_rounding(X: Tensor, bounds: Tensor) -> Callable[[Tensor], Tensor] | No
             lo, span = low[c].to(U), width[c].to(U)
             k = torch.exp(lo + U[..., c] * span).round().clamp(a, b)
             U[..., c] = (torch.log(k) - lo) / span
-        for c, m in grids:
-            U[..., c] = ((U[..., c] * m).floor().clamp(0, m - 1) + 0.5) / m
+        for c, a, b in integers:
+            lo, span = low[c].to(U), width[c].to(U)
+            k = torch.floor(lo + U[..., c] * span + 0.5).clamp(a, b)
+            U[..., c] = (k - lo) / span
         return U
 
     return round_to_grid
+
+
+def _checked_encoding(
+    search_space: Mapping[str, BaseDistribution], bounds: Tensor
+) -> _Encoding:
+    r"""``BoTorchSampler``'s encoding of ``search_space``, checked on ``bounds``.
+
+    The parameters sorted by name, as ``BoTorchSampler`` passes them; else in
+    the order given (a direct caller's), if that one gives ``bounds``.
+    """
+    space = _checked_space(search_space)
+    given = {name: d for name, d in search_space.items() if name in space}
+    error = _encoding_mismatch(space, bounds)
+    if error is None:
+        return _Encoding(space)
+    if list(given) != list(space) and _encoding_mismatch(given, bounds) is None:
+        return _Encoding(given)
+    raise InputDataError(error)
+
+
+def _encoding_mismatch(
+    space: dict[str, BaseDistribution], bounds: Tensor
+) -> str | None:
+    r"""How the encoding of ``space`` differs from ``bounds``, or None."""
+    encoding = _Encoding(space)
+    expected = torch.as_tensor(encoding._bounds.T).to(bounds)
+    if expected.shape != bounds.shape:
+        return (
+            f"search_space is encoded as {expected.shape[-1]} columns (parameters "
+            f"{list(space)}, sorted by name as BoTorchSampler encodes them) but "
+            f"bounds has {bounds.shape[-1]}: is it the study's search space?"
+        )
+    close = torch.isclose(expected, bounds, rtol=_GRID_TOL, atol=_GRID_TOL).all(dim=0)
+    for name, columns in zip(space, encoding.columns, strict=True):
+        if not bool(close[torch.as_tensor(columns)].all()):
+            return (
+                f"search_space's parameter {name!r} ({space[name]!r}) is encoded "
+                f"with bounds {expected[:, columns].T.tolist()} but bounds has "
+                f"{bounds[:, columns].T.tolist()} there (parameters sorted by "
+                "name, as BoTorchSampler encodes them): is it the study's search "
+                "space?"
+            )
+    return None
+
+
+def _distribution_rounding(encoding: _Encoding) -> Callable[[Tensor], Tensor] | None:
+    r"""Round each parameter with a step as Optuna's untransform rounds it.
+
+    Vectorised over the points; the continuous columns are left as they are.
+    """
+    rules: list[tuple[BaseDistribution, list[int], float, float]] = []
+    for distribution, columns in zip(
+        encoding.search_space.values(), encoding.columns, strict=True
+    ):
+        if isinstance(distribution, FloatDistribution) and distribution.step is None:
+            continue
+        low, high = encoding._bounds[columns[0]]
+        rules.append((distribution, columns.tolist(), float(low), float(high)))
+    if not rules:
+        return None
+
+    def round_to_grid(U: Tensor) -> Tensor:
+        U = U.detach().clone()
+        for d, columns, lo, hi in rules:
+            if isinstance(d, CategoricalDistribution):
+                choice = U[..., columns].argmax(dim=-1, keepdim=True)
+                U[..., columns] = torch.zeros_like(U[..., columns]).scatter_(
+                    -1, choice, 1.0
+                )
+                continue
+            c = columns[0]
+            value = lo + U[..., c] * (hi - lo)
+            if isinstance(d, IntDistribution) and d.log:
+                k = torch.exp(value).round().clamp(d.low, d.high)
+                U[..., c] = (torch.log(k) - lo) / (hi - lo)
+                continue
+            count = round((d.high - d.low) / d.step)
+            if isinstance(d, IntDistribution):
+                k = torch.floor((value - d.low) / d.step + 0.5)
+            else:
+                k = torch.round((value - d.low) / d.step)
+            real = d.low + k.clamp(0, count) * d.step
+            U[..., c] = (real - lo) / (hi - lo)
+        return U
+
+    return round_to_grid
+
+
+def _checked_space(
+    search_space: Mapping[str, BaseDistribution],
+) -> dict[str, BaseDistribution]:
+    r"""``search_space`` as ``BoTorchSampler`` encodes it, or an ``InputDataError``.
+
+    Sorted by name (Optuna's intersection search space), a parameter of a
+    single value left out (``infer_relative_search_space``).
+    """
+    if not isinstance(search_space, Mapping) or not all(
+        isinstance(d, (CategoricalDistribution, FloatDistribution, IntDistribution))
+        for d in search_space.values()
+    ):
+        raise InputDataError(
+            "search_space must map parameter names to Optuna's "
+            "CategoricalDistribution, FloatDistribution or IntDistribution; got "
+            f"{search_space!r}."
+        )
+    space = {
+        name: search_space[name]
+        for name in sorted(search_space)
+        if not search_space[name].single()
+    }
+    if not space:
+        raise InputDataError(
+            "search_space has no parameter of more than one value; BoTorchSampler "
+            "passes no such parameter to a candidates function."
+        )
+    return space
+
+
+def _integer_range(x: Tensor, low: Tensor, high: Tensor) -> tuple[float, float] | None:
+    r"""``(a, b)`` when ``x`` are integers in bounds ``(a - 1/2, b + 1/2)``."""
+    a, b = float(low) + 0.5, float(high) - 0.5
+    if not (math.isfinite(a) and math.isfinite(b) and b > a):
+        return None
+    if a != round(a) or b != round(b):
+        return None
+    if bool((x != x.round()).any()):
+        return None
+    return a, b
 
 
 def _log_integer_range(
@@ -351,21 +527,3 @@ def _log_integer_range(
     if bool(((values - values.round()).abs() > _GRID_TOL * values).any()):
         return None
     return float(round(a)), float(round(b))
-
-
-def _grid_points(r: Tensor) -> int | None:
-    r"""The smallest ``m`` with ``r`` (in ``[0, 1]``) at centres of ``m`` cells.
-
-    ``r`` is on the grid ``(j + 1/2) / m`` when ``2 m r`` is odd; None with
-    fewer than two distinct values, or no ``m`` up to ``_MAX_GRID_POINTS``.
-    """
-    r = torch.unique(r)
-    if len(r) < 2:
-        return None
-    m = torch.arange(1, _MAX_GRID_POINTS + 1, dtype=r.dtype, device=r.device)
-    t = 2 * m.unsqueeze(-1) * r
-    odd = 2 * torch.floor(t / 2) + 1
-    fits = ((t - odd).abs() <= 2 * _GRID_TOL).all(dim=-1)
-    if not bool(fits.any()):
-        return None
-    return int(m[fits][0])

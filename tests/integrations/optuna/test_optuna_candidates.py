@@ -158,15 +158,20 @@ def test_grid_rounding_recognises_botorch_samplers_encoding():
     from optuna._transform import _SearchSpaceTransform
     from optuna.distributions import CategoricalDistribution, IntDistribution
 
-    # The encoding BoTorchSampler passes to a candidates function.
+    from botorch_sketch.integrations.optuna.encoding import _Encoding
+
+    # The encoding BoTorchSampler passes to a candidates function: the
+    # parameters sorted by name.
     space = {
         **EVERY_DISTRIBUTION,
         "depth": IntDistribution(2, 12),
         "kind": CategoricalDistribution(["gbdt", "dart"]),
         "fine": IntDistribution(0, 10**6),
     }
+    space = dict(sorted(space.items()))
     transform = _SearchSpaceTransform(space)
     bounds = torch.from_numpy(transform.bounds).T
+    columns = dict(zip(space, _Encoding(space).columns, strict=True))
     rng = torch.Generator().manual_seed(0)
 
     def unit_to_params(U):
@@ -177,25 +182,145 @@ def test_grid_rounding_recognises_botorch_samplers_encoding():
     X = torch.stack(
         [torch.from_numpy(transform.transform(unit_to_params(u))) for u in relaxed]
     )
-    round_to_grid = _grid_rounding(X, bounds)
-    observed = (X - bounds[0]) / (bounds[1] - bounds[0])
-    assert torch.allclose(round_to_grid(observed), observed, atol=1e-9)
     U = torch.rand(64, 1, bounds.shape[-1], dtype=torch.float64, generator=rng)
-    rounded = round_to_grid(U)
-    assert rounded.shape == U.shape
-    assert torch.equal(round_to_grid(rounded), rounded)
-    continuous = {"x", "log_x", "fine"}
-    for u, r in zip(U.squeeze(-2), rounded.squeeze(-2), strict=True):
-        before, after = unit_to_params(u), unit_to_params(r)
-        # Every discrete parameter as Optuna would have rounded it; each
-        # continuous one (and the 10**6-point grid) left as it was.
-        assert {k: v for k, v in before.items() if k not in continuous} == {
-            k: v for k, v in after.items() if k not in continuous
-        }
-        for column in (0, 1, -1):
-            assert r[column] == u[column]
+    # Without the search space, the steps of 0.5 and 2 are not in the bounds:
+    # left continuous (Optuna rounds them), never inferred from the values.
+    for given, continuous in (
+        (None, {"x", "log_x", "step_x", "step_n"}),
+        (space, {"x", "log_x"}),
+    ):
+        round_to_grid = _grid_rounding(X, bounds, given)
+        observed = (X - bounds[0]) / (bounds[1] - bounds[0])
+        assert torch.allclose(round_to_grid(observed), observed, atol=1e-9)
+        rounded = round_to_grid(U)
+        assert rounded.shape == U.shape
+        assert torch.equal(round_to_grid(rounded), rounded)
+        for u, r in zip(U.squeeze(-2), rounded.squeeze(-2), strict=True):
+            before, after = unit_to_params(u), unit_to_params(r)
+            # Every discrete parameter as Optuna would have rounded it (the
+            # 10**6 integers too); each continuous one left as it was.
+            assert {k: v for k, v in before.items() if k not in continuous} == {
+                k: v for k, v in after.items() if k not in continuous
+            }
+            for name in continuous:
+                assert torch.equal(r[columns[name]], u[columns[name]])
     # Random floats (as the functions' direct callers pass) have no grid.
     train_x = torch.rand(10, 3, dtype=torch.float64, generator=rng)
     unit = torch.tensor([[0.0] * 3, [1.0] * 3], dtype=torch.float64)
     assert _grid_rounding(train_x, unit) is None
     assert _grid_rounding(train_x * 20.0 - 1.0, unit * 20.0 - 1.0) is None
+
+
+def test_grid_rounding_infers_no_step_from_the_observed_values():
+    # A continuous parameter warm-started at 0.25 and 0.75 was only ever
+    # proposed at those two values (a 2-point grid inferred from them), and an
+    # integer range 0..49 warm-started at 2, 7, 12 only on multiples of 5 plus 2.
+    X = torch.tensor([[0.25, 2.0], [0.75, 7.0], [0.25, 12.0]], dtype=torch.float64)
+    bounds = torch.tensor([[0.0, -0.5], [1.0, 49.5]], dtype=torch.float64)
+    round_to_grid = _grid_rounding(X, bounds)
+    # Integer values in bounds widened by half a step: an integer (step 1).
+    U = torch.tensor([[0.5, (49.0 + 0.5) / 50.0], [0.1, (30.2 + 0.5) / 50.0]])
+    rounded = round_to_grid(U.to(X))
+    assert torch.equal(rounded[:, 0], U[:, 0].to(X))
+    assert (bounds[0, 1] + rounded[:, 1] * 50.0).tolist() == pytest.approx([49, 30])
+    # Nothing else discrete: no rounding at all.
+    assert _grid_rounding(X[:, :1], bounds[:, :1]) is None
+    # A continuous (0, 1) column observed at 1 only is no one-choice category.
+    assert _grid_rounding(torch.ones(3, 1, dtype=torch.float64), bounds[:, :1]) is None
+
+
+def test_grid_rounding_follows_the_search_space():
+    from optuna.distributions import FloatDistribution, IntDistribution
+
+    from botorch_sketch.integrations.optuna.encoding import _Encoding
+
+    space = {
+        "x": FloatDistribution(0.0, 1.0),
+        "n": IntDistribution(0, 50, step=5),
+        "s": FloatDistribution(0.0, 1.0, step=0.25),
+        "fixed": IntDistribution(3, 3),
+    }
+    # BoTorchSampler's order: sorted by name, single values left out.
+    ordered = {name: space[name] for name in ("n", "s", "x")}
+    bounds = torch.as_tensor(_Encoding(ordered)._bounds.T)
+    # Observed at 0 and 10, 0.25 and 0.75: no coarser grid taken from them.
+    X = torch.tensor([[0.0, 0.25, 0.25], [10.0, 0.75, 0.75]], dtype=torch.float64)
+    round_to_grid = _grid_rounding(X, bounds, space)
+    U = torch.rand(
+        256, 1, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(0)
+    )
+    values = bounds[0] + round_to_grid(U) * (bounds[1] - bounds[0])
+    n, s, x = values[..., 0], values[..., 1], values[..., 2]
+    assert torch.allclose(n, (n / 5).round() * 5) and set(
+        n.round().view(-1).tolist()
+    ) > {
+        45.0,
+        50.0,
+    }
+    assert torch.allclose(s, (s * 4).round() / 4) and set(s.view(-1).tolist()) >= {
+        0.0,
+        0.5,
+        1.0,
+    }
+    assert torch.equal(x, bounds[0, 2] + U[..., 2] * (bounds[1, 2] - bounds[0, 2]))
+    # A space that is not the study's is refused, naming what differs.
+    with pytest.raises(InputDataError, match="'s'.*bounds"):
+        _grid_rounding(X, bounds, {**space, "s": FloatDistribution(0.0, 2.0, step=0.5)})
+    with pytest.raises(InputDataError, match="2 columns"):
+        _grid_rounding(X, bounds, {"n": space["n"], "x": space["x"]})
+    with pytest.raises(InputDataError, match="search_space must map"):
+        NystromCandidates(search_space={"x": (0.0, 1.0)})
+
+
+def test_grid_rounding_cost_is_linear_in_the_trials():
+    import time
+
+    # At n = 20000 the inferred grids compared 4096 x n values a column
+    # (26 s and 2.8 GB): now O(n D).
+    n = 20000
+    rng = torch.Generator().manual_seed(0)
+    depth = torch.randint(2, 13, (n, 1), generator=rng).to(torch.float64)
+    # Distinct values, each at the centre of a cell of a fine grid.
+    fine = (torch.randperm(2**20, generator=rng)[:n, None] + 0.5) / 2**20
+    X = torch.cat([depth, fine], dim=-1)
+    bounds = torch.tensor([[1.5, 0.0], [12.5, 1.0]], dtype=torch.float64)
+    start = time.perf_counter()
+    round_to_grid = _grid_rounding(X, bounds)
+    assert time.perf_counter() - start < 1.0
+    U = torch.tensor([[0.49, 0.123456]], dtype=torch.float64)
+    assert round_to_grid(U)[0, 1] == U[0, 1]
+
+
+def test_nystrom_candidates_propose_between_warm_starts(monkeypatch):
+    from functools import partial
+
+    from optuna.distributions import FloatDistribution, IntDistribution
+    from optuna_integration import BoTorchSampler
+
+    original = candidates_module._suggest
+    monkeypatch.setattr(
+        candidates_module, "_suggest", lambda **kwargs: original(**{**kwargs, **FAST})
+    )
+    distributions = {
+        "x": FloatDistribution(0.0, 1.0),
+        "n": IntDistribution(0, 50, step=5),
+    }
+    for candidates_func in (
+        NystromCandidates(),
+        NystromCandidates(search_space=distributions),
+        partial(nystrom_candidates_func, search_space=distributions),
+    ):
+        torch.manual_seed(0)
+        sampler = BoTorchSampler(candidates_func=candidates_func, n_startup_trials=0)
+        study = optuna.create_study(sampler=sampler)
+        for x, n in ((0.25, 10), (0.75, 20), (0.25, 20), (0.75, 10)):
+            study.add_trial(
+                optuna.trial.create_trial(
+                    params={"x": x, "n": n},
+                    distributions=distributions,
+                    value=(x - 0.5) ** 2 + (n - 15) ** 2 / 100,
+                )
+            )
+        params = sampler.sample_relative(study, new_trial(study), distributions)
+        assert params["x"] not in (0.25, 0.75)
+        assert params["n"] % 5 == 0
