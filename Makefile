@@ -77,7 +77,9 @@ test-slow: $(TEST_STAMP)
 	$(PY) -m pytest -m slow
 
 # The documentation site into site/, warnings as errors. The tutorials are shown
-# with the outputs they are committed with (nothing is executed).
+# with the outputs they are committed with (nothing is executed). Pages are
+# files (use_directory_urls: false), so site/index.html works opened from disk;
+# the search box needs a server ($(VENV)/bin/mkdocs serve).
 docs: $(DOCS_STAMP)
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir site
 
