@@ -115,7 +115,8 @@ class LogExpectedHypervolumeImprovement(MultiObjectiveAnalyticAcquisitionFunctio
         Args:
             model: A model of ``M`` independent outputs (a ``ModelListGP`` of
                 single-output models, or a multi-output model whose posterior
-                has no cross-output covariance), all to be maximised.
+                has no cross-output covariance), all to be maximised: one per
+                objective of ``partitioning``, else an ``UnsupportedError``.
             ref_point: The ``M`` reference point (maximised outputs).
             partitioning: A decomposition of the region the front does not
                 dominate, above ``ref_point`` (for example BoTorch's
@@ -130,6 +131,18 @@ class LogExpectedHypervolumeImprovement(MultiObjectiveAnalyticAcquisitionFunctio
             raise UnsupportedError(
                 f"The reference point has shape {tuple(ref_point.shape)}; the "
                 f"partitioning has {partitioning.num_outcomes} outcomes."
+            )
+        # Else one output broadcasts silently over every objective, and more
+        # outputs than objectives fail at the first evaluation only.
+        num_outputs = model.num_outputs
+        if num_outputs != partitioning.num_outcomes:
+            raise UnsupportedError(
+                f"The model has {num_outputs} output"
+                f"{'' if num_outputs == 1 else 's'}; the partitioning has "
+                f"{partitioning.num_outcomes} objectives. "
+                "LogExpectedHypervolumeImprovement needs a model of one output "
+                "per objective (a ModelListGP of one model each, or a "
+                "multi-output model)."
             )
         super().__init__(model=model)
         lower, upper = partitioning.get_hypercell_bounds()

@@ -130,3 +130,20 @@ def test_an_empty_decomposition_gives_minus_infinity():
     with torch.no_grad():
         values = acqf(torch.rand(3, 1, 3, **TKWARGS))
     assert values.shape == (3,) and (values == -math.inf).all()
+
+
+def test_a_model_whose_outputs_are_not_the_objectives_is_refused():
+    model, ref, partitioning = _problem(2)
+    X = model.models[0].train_inputs[0]
+    # One output for two objectives broadcast silently over both.
+    one = SingleTaskGP(X, model.models[0].train_targets.unsqueeze(-1))
+    with pytest.raises(UnsupportedError, match="1 output.*2 objectives"):
+        LogExpectedHypervolumeImprovement(one, ref, partitioning)
+    # Three outputs for two objectives failed at the first evaluation only.
+    three, _, _ = _problem(3)
+    with pytest.raises(UnsupportedError, match="3 outputs.*2 objectives"):
+        LogExpectedHypervolumeImprovement(three, ref, partitioning)
+    # A multi-output model of as many outputs as objectives is taken.
+    Y = torch.stack([m.train_targets for m in model.models], dim=-1)
+    acqf = LogExpectedHypervolumeImprovement(SingleTaskGP(X, Y), ref, partitioning)
+    assert acqf(X[:4].unsqueeze(-2)).shape == (4,)

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import torch
 from botorch.exceptions.errors import InputDataError
+from botorch.exceptions.warnings import InputDataWarning
 from botorch.fit import fit_gpytorch_mll
 from botorch.models.model import Model
 from botorch.optim.fit import fit_gpytorch_mll_scipy
@@ -155,7 +156,7 @@ class _CarriedModels:
             if options.carries_nystrom:
                 surrogate = self.incremental.get(name)
                 if surrogate is None:
-                    optimizer = _Optimizer(self.stored_hyperparameters(name))
+                    optimizer = _Optimizer(self.stored_hyperparameters(name), name)
                     surrogate = self.incremental[name] = IncrementalGP(
                         refit_every=options.refit_every,
                         refit_growth=_REFIT_GROWTH,
@@ -246,7 +247,10 @@ class _CarriedModels:
         r"""The hyperparameters the study holds for output ``name``, if any.
 
         None unless they were fitted for the current search space (same
-        parameters, distributions and order).
+        parameters, distributions and order). What is not the JSON the sampler
+        writes (an object of the space and the parameters by name, each a
+        number or a nested list of numbers) is ignored with an
+        ``InputDataWarning``: raised, it stopped every later suggestion.
         """
         where = self._storage()
         if where is None:
@@ -260,11 +264,27 @@ class _CarriedModels:
             return None
         try:
             stored = json.loads("".join(chunks))
-        except json.JSONDecodeError:
+        except json.JSONDecodeError as e:
+            _warn_ignored(name, f"they are not JSON ({e})")
+            return None
+        if not isinstance(stored, dict):
+            _warn_ignored(name, f"they are a JSON {type(stored).__name__}, not object")
             return None
         if stored.get("space") != self._space_signature():
             return None
-        return stored.get("parameters")
+        parameters = stored.get("parameters")
+        if not isinstance(parameters, dict):
+            _warn_ignored(
+                name,
+                f"their parameters are a {type(parameters).__name__}, not an "
+                "object of the parameters by name",
+            )
+            return None
+        for key, value in parameters.items():
+            if not _is_numeric(value):
+                _warn_ignored(name, f"{key} is {value!r}, not numbers")
+                return None
+        return parameters
 
 
 #: L-BFGS-B's stopping rule for the carried models' fits, looser than scipy's
@@ -290,16 +310,21 @@ class _Optimizer:
     fit: at most ``_SHORT_FIT_MAXITER`` iterations.
     """
 
-    def __init__(self, parameters: dict[str, Any] | None) -> None:
+    def __init__(self, parameters: dict[str, Any] | None, name: str = "") -> None:
         self.parameters = parameters
+        self.name = name
         self.maxiter: int | None = None
 
     def __call__(self, mll: Any, *args: Any, **kwargs: Any) -> Any:
         maxiter = self.maxiter
         if self.parameters is not None:
-            _load_hyperparameters(mll.model, self.parameters)
-            self.parameters = None
-            maxiter = min(maxiter or _SHORT_FIT_MAXITER, _SHORT_FIT_MAXITER)
+            parameters, self.parameters = self.parameters, None
+            # Absent from an optimizer pickled before it named its output.
+            problem = _load_hyperparameters(
+                mll.model, parameters, getattr(self, "name", "")
+            )
+            if problem is None:
+                maxiter = min(maxiter or _SHORT_FIT_MAXITER, _SHORT_FIT_MAXITER)
         options = {**_FIT_TOLERANCES, **(kwargs.get("options") or {})}
         if maxiter is not None:
             options.setdefault("maxiter", maxiter)
@@ -307,14 +332,108 @@ class _Optimizer:
         return fit_gpytorch_mll_scipy(mll, *args, **kwargs)
 
 
-def _load_hyperparameters(model: Model, parameters: dict[str, Any]) -> None:
-    r"""Copy stored raw hyperparameters into ``model`` where names and shapes match."""
+#: A stored hyperparameter is implausible when its prior's log density is
+#: this many nats below the prior's log density at the model's initial value
+#: (about 14 standard deviations of a normal prior): far beyond anything a fit
+#: reaches, far short of the values that stall one (a noise of ``1e300``).
+_IMPLAUSIBLE_NATS = 100.0
+
+#: And when a raw value (or a constrained one) is this large: the sampler's
+#: models see standardised outcomes in the unit cube.
+_LARGEST_RAW = 1e6
+
+
+def _load_hyperparameters(
+    model: Model, parameters: dict[str, Any], name: str = ""
+) -> str | None:
+    r"""Copy stored raw hyperparameters into ``model``, if they are plausible.
+
+    Each stored parameter whose name the model has must have its shape and be
+    finite; each of the model's priors must find the loaded values plausible
+    (log density at most ``_IMPLAUSIBLE_NATS`` below the one at the model's
+    initial value, and every value at most ``_LARGEST_RAW``). Stored values
+    that are not (a noise of ``1e300``) stalled the fit that starts from them
+    and were written back to the study, and the search degraded to random:
+    they are ignored with an ``InputDataWarning`` and the model is left at its
+    initial values (to be fitted from the priors).
+
+    Args:
+        model: The model being fitted, at its initial values.
+        parameters: The stored raw hyperparameters by name.
+        name: The output's name, for the warning.
+
+    Returns:
+        None when loaded, else what was wrong (the model is then unchanged).
+    """
+    initial = {key: p.detach().clone() for key, p in model.named_parameters()}
+    reference = {
+        prior_name: prior.log_prob(closure(module)).detach()
+        for prior_name, module, prior, closure, _ in model.named_priors()
+    }
+    problem = None
     with torch.no_grad():
         for key, parameter in model.named_parameters():
             if key not in parameters:
                 continue
-            value = torch.as_tensor(
-                parameters[key], dtype=parameter.dtype, device=parameter.device
+            try:
+                value = torch.as_tensor(
+                    parameters[key], dtype=parameter.dtype, device=parameter.device
+                )
+            except (TypeError, ValueError, RuntimeError):
+                problem = f"{key} is {parameters[key]!r}, not numbers"
+                break
+            if value.shape != parameter.shape:
+                problem = (
+                    f"{key} has shape {tuple(value.shape)}, the model's "
+                    f"{tuple(parameter.shape)}"
+                )
+                break
+            if not bool(value.isfinite().all()):
+                problem = f"{key} is {value.tolist()}, not finite"
+                break
+            if bool((value.abs() > _LARGEST_RAW).any()):
+                problem = f"{key} is {value.tolist()}, implausibly large"
+                break
+            parameter.copy_(value)
+        if problem is None:
+            problem = _implausible(model, reference)
+        if problem is not None:
+            for key, parameter in model.named_parameters():
+                parameter.copy_(initial[key])
+            _warn_ignored(name, problem)
+    return problem
+
+
+def _implausible(model: Model, reference: dict[str, Tensor]) -> str | None:
+    r"""Which loaded hyperparameter its prior finds implausible, if any."""
+    for prior_name, module, prior, closure, _ in model.named_priors():
+        value = closure(module).detach()
+        log_prob = prior.log_prob(value).detach()
+        start = reference.get(prior_name)
+        bad = ~log_prob.isfinite() | (value.abs() > _LARGEST_RAW)
+        if start is not None and start.shape == log_prob.shape:
+            bad = bad | (log_prob < start - _IMPLAUSIBLE_NATS)
+        if bool(bad.any()):
+            parameter = prior_name.removesuffix("_prior")
+            return (
+                f"{parameter} {value.tolist()} is implausible under its prior "
+                f"{type(prior).__name__} (log density {log_prob.tolist()})"
             )
-            if value.shape == parameter.shape:
-                parameter.copy_(value)
+    return None
+
+
+def _warn_ignored(name: str, problem: str) -> None:
+    warnings.warn(
+        f"The study's stored hyperparameters for {name!r} are ignored: "
+        f"{problem}. The model is fitted from its priors and the new fit "
+        "replaces them.",
+        InputDataWarning,
+        stacklevel=2,
+    )
+
+
+def _is_numeric(value: Any) -> bool:
+    r"""Whether ``value`` is a number or a (nested) list of numbers."""
+    if isinstance(value, list):
+        return all(_is_numeric(v) for v in value)
+    return isinstance(value, (int, float)) and not isinstance(value, bool)

@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import pytest
+import torch
 
 optuna = pytest.importorskip("optuna")
 
@@ -274,3 +275,52 @@ def test_importing_the_package_does_not_import_optuna_and_error_names_the_extra(
     )
     assert out.returncode == 0, out.stderr
     assert ".[optuna]" in out.stdout
+
+
+def test_a_flat_constraint_explores_rather_than_repeating_a_point():
+    # Every trial infeasible at one value: the constraint's model was flat and
+    # the acquisition went to the objective's optimum (0.2, 0.2), infeasible,
+    # ten times in a row.
+    def objective(trial):
+        value = (trial.suggest_float("x", 0, 1) - 0.2) ** 2
+        value += (trial.suggest_float("y", 0, 1) - 0.2) ** 2
+        trial.set_constraint("flag", 1.0)
+        return value
+
+    study = optuna.create_study(
+        sampler=SketchSampler(seed=0, n_startup_trials=6, **FAST)
+    )
+    study.optimize(objective, n_trials=12)
+    X = torch.tensor([[t.params["x"], t.params["y"]] for t in study.trials])
+    distances = torch.cdist(X[6:], X) + torch.eye(12)[6:] * 10
+    # Each new point away from every tried one: space-filling.
+    assert distances.min() > 0.1
+
+
+def test_a_flat_constraint_finds_a_feasible_region():
+    # Feasible only in the corner x, y > 0.7 (9% of the square), reported as a
+    # flag; GPSampler finds it within 10 trials after 10 infeasible random ones
+    # on 9 seeds of 10.
+    def objective(trial):
+        x, y = trial.suggest_float("x", 0, 1), trial.suggest_float("y", 0, 1)
+        trial.set_constraint("flag", -1.0 if x > 0.7 and y > 0.7 else 1.0)
+        return (x - 0.2) ** 2 + (y - 0.2) ** 2
+
+    def stop_when_feasible(study, trial):
+        if trial.constraints["flag"] <= 0:
+            study.stop()
+
+    found, tried = 0, 0
+    for seed in range(60):
+        study = optuna.create_study(
+            sampler=SketchSampler(seed=seed, n_startup_trials=10, **FAST)
+        )
+        study.optimize(objective, n_trials=10)
+        if any(t.constraints["flag"] <= 0 for t in study.trials):
+            continue  # A feasible startup trial: not the case in question.
+        tried += 1
+        study.optimize(objective, n_trials=10, callbacks=[stop_when_feasible])
+        found += study.trials[-1].constraints["flag"] <= 0
+        if tried == 10:
+            break
+    assert tried == 10 and found >= 8, (tried, found)

@@ -1,3 +1,5 @@
+import json
+import math
 import pickle
 
 import pytest
@@ -6,6 +8,7 @@ import torch
 optuna = pytest.importorskip("optuna")
 
 from botorch.exceptions.errors import InputDataError  # noqa: E402
+from botorch.exceptions.warnings import InputDataWarning  # noqa: E402
 from optuna_helpers import FAST, quadratic  # noqa: E402
 
 from botorch_sketch.integrations.optuna import SketchSampler  # noqa: E402
@@ -16,6 +19,7 @@ from botorch_sketch.integrations.optuna.options import (  # noqa: E402
 from botorch_sketch.sketching.rules import RidgeLeverageSampler  # noqa: E402
 
 NAME = "objective 0"
+NOISE = "likelihood.noise_covar.raw_noise"
 
 
 def _parameters(model):
@@ -121,3 +125,99 @@ def test_the_caps_reach_incremental_gp():
     for bad in ({"max_inducing": 0}, {"fit_subset_size": 1}, {"max_inducing": 2.5}):
         with pytest.raises(InputDataError, match=next(iter(bad))):
             SketchSampler(**bad)
+
+
+def _rewrite_stored(storage, study, name, edit):
+    # Replace the study's stored hyperparameters of ``name`` by ``edit(stored)``
+    # (the JSON text as the sampler writes it, in one chunk).
+    key = f"{state_module._HYPERPARAMETERS_KEY}:{name}"
+    attrs = storage.get_study_system_attrs(study._study_id)
+    chunks = []
+    while chunk := attrs.get(f"{key}:{len(chunks)}"):
+        chunks.append(chunk)
+    text = edit(json.loads("".join(chunks)))
+    text = text if isinstance(text, str) else json.dumps(text)
+    storage.set_study_system_attr(study._study_id, f"{key}:0", text)
+    storage.set_study_system_attr(study._study_id, f"{key}:1", "")
+
+
+def _study_with_stored_hyperparameters():
+    storage = optuna.storages.InMemoryStorage()
+    first = SketchSampler(seed=0, n_startup_trials=5, **FAST)
+    study = optuna.create_study(storage=storage, sampler=first)
+    study.optimize(quadratic, n_trials=6)
+    return storage, study
+
+
+def _resume(storage, study):
+    sampler = SketchSampler(seed=1, n_startup_trials=5, **FAST)
+    resumed = optuna.load_study(
+        study_name=study.study_name, storage=storage, sampler=sampler
+    )
+    return sampler, resumed
+
+
+LENGTHSCALE = "covar_module.base_kernel.raw_lengthscale"
+
+
+@pytest.mark.parametrize(
+    "key, value, match",
+    [
+        # Loaded, carried and written back: the search degraded to random.
+        (NOISE, [1e300], f"{NAME}.*{NOISE}.*implausibly large"),
+        # Finite, but a lengthscale of 1000 on the unit cube is not under its prior.
+        (LENGTHSCALE, [[1e3, 1e3]], "lengthscale.*implausible under its prior"),
+        # JSON writes them as NaN and -Infinity.
+        (NOISE, [math.nan], "not finite"),
+        (NOISE, [-math.inf], "not finite"),
+    ],
+    ids=["noise-1e300", "lengthscale-1e3", "nan", "-inf"],
+)
+def test_implausible_stored_hyperparameters_are_ignored_with_a_warning(
+    key, value, match
+):
+    storage, study = _study_with_stored_hyperparameters()
+    _rewrite_stored(
+        storage,
+        study,
+        NAME,
+        lambda s: {**s, "parameters": {**s["parameters"], key: value}},
+    )
+    sampler, resumed = _resume(storage, study)
+    with pytest.warns(InputDataWarning, match=match):
+        resumed.optimize(quadratic, n_trials=1)
+    model = sampler._carried.incremental[NAME].model
+    assert float(model.likelihood.noise.max()) < 1.0
+    assert float(model.covar_module.base_kernel.lengthscale.max()) < 100.0
+    # The new fit replaced them in the study.
+    stored = sampler._carried.stored_hyperparameters(NAME)
+    assert torch.equal(
+        torch.tensor(stored[key], dtype=torch.float64),
+        dict(model.named_parameters())[key].detach(),
+    )
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda s: [s],
+        lambda s: {**s, "parameters": [1.0, 2.0]},
+        lambda s: {**s, "parameters": {**s["parameters"], NOISE: "abc"}},
+        lambda s: {**s, "parameters": {**s["parameters"], NOISE: [[1.0, 2.0], [3.0]]}},
+        lambda s: {**s, "parameters": {**s["parameters"], NOISE: [0.1, 0.2, 0.3]}},
+        lambda s: {**s, "parameters": {**s["parameters"], NOISE: None}},
+        lambda s: '{"space": [',
+    ],
+    ids=["list", "parameters-list", "string", "ragged", "shape", "null", "truncated"],
+)
+def test_wrong_shaped_stored_hyperparameters_do_not_stop_the_study(edit):
+    storage, study = _study_with_stored_hyperparameters()
+    _rewrite_stored(storage, study, NAME, edit)
+    sampler, resumed = _resume(storage, study)
+    # Every later suggestion raised: the study was stuck.
+    with pytest.warns(InputDataWarning, match=f"stored hyperparameters.*{NAME}"):
+        resumed.optimize(quadratic, n_trials=2)
+    assert len(resumed.trials) == 8
+    assert all(t.state == optuna.trial.TrialState.COMPLETE for t in resumed.trials)
+    # What the study holds now is the new fit's.
+    assert isinstance(sampler._carried.stored_hyperparameters(NAME), dict)
