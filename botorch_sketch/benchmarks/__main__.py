@@ -294,9 +294,10 @@ def collect_cells(directories: list[str], budget: str, path: str) -> int:
     Returns:
         The number of cells merged.
     """
-    records = large_batch.read_cells(directories)
-    wanted = {c.key for c in large_batch.GRIDS[budget].cells}
-    records = [r for r in records if large_batch.Cell(**r["cell"]).key in wanted]
+    # Only the budget's own cells, run at its settings (a smaller budget's
+    # cells of the same problem, method and seed are not its).
+    records = large_batch.cells_of(budget, large_batch.read_cells(directories))
+    wanted = large_batch.GRIDS[budget].cells
     stem = os.path.splitext(path)[0]
     text = large_batch.render(records, machine(threads=1))
     figures = large_batch.plot(records, stem)
