@@ -8,9 +8,11 @@ Ax's model does not see a FAILED trial, so it may propose the same point
 again: such a repeat is marked ABANDONED, not evaluated, and Ax is asked again
 (after :data:`REPEAT_TRIES` repeats, a random point is evaluated instead).
 
-Resuming marks the trials that were running when the run stopped as FAILED
-(reason ``"interrupted"``; Ax may suggest their points again) and keeps every
-completed trial.
+Resuming first refuses a checkpoint whose record disagrees with its Ax
+experiment (an edited file: :func:`~botorch_sketch.tune.consistency.check_ax_run`),
+then marks the trials that were running when the run stopped as FAILED (reason
+``"interrupted"``; Ax may suggest their points again) and keeps every completed
+trial.
 """
 
 from __future__ import annotations
@@ -21,8 +23,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from botorch_sketch.tune.ax_client import load_checkpoint, new_client
-from botorch_sketch.tune.checkpoint import FORMAT_VERSION, save_checkpoint
+from botorch_sketch.tune.checkpoint import (
+    FORMAT_VERSION,
+    read_record,
+    save_checkpoint,
+)
 from botorch_sketch.tune.config import TuneConfig
+from botorch_sketch.tune.consistency import check_ax_run
 from botorch_sketch.tune.errors import TuneError
 from botorch_sketch.tune.lock import CheckpointLock
 from botorch_sketch.tune.space import SpaceParam
@@ -134,6 +141,14 @@ class AxRun:
         self.interrupted: list[int] = []
         if resume:
             self.client, self.record = load_checkpoint(lock.checkpoint)
+            # Before anything is changed: an edited record is refused.
+            check_ax_run(
+                lock.checkpoint,
+                read_record(lock.checkpoint)[0],
+                self.client,
+                self.record,
+                config,
+            )
             self._fail_interrupted()
             self.record["config"]["trials"] = config.trials
         else:

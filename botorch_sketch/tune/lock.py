@@ -57,6 +57,9 @@ class CheckpointLock:
         self.checkpoint = checkpoint
         self.path = path
         self._fd: int | None = None  # the locked checkpoint file, once it exists
+        # Files that were the checkpoint until a save replaced them and that
+        # still have another name (a hard link): kept locked until release.
+        self._kept: list[int] = []
 
     def hold_file(self) -> None:
         r"""Lock the checkpoint file itself, if it exists and is not locked yet.
@@ -140,11 +143,27 @@ class CheckpointLock:
     def release(self) -> None:
         r"""Release the checkpoint file's lock (:func:`checkpoint_lock` does)."""
         self._hold(None)
+        kept, self._kept = self._kept, []
+        for fd in kept:
+            os.close(fd)
 
     def _hold(self, fd: int | None) -> None:
-        # Closing the descriptor releases its flock.
+        # Closing the descriptor releases its flock. A file the checkpoint's
+        # name no longer points to, but another name (a hard link made to the
+        # live run's file) still does, stays locked while the run lasts: else
+        # a second run could resume that old copy beside this one.
         old, self._fd = self._fd, fd
-        if old is not None:
+        if old is None:
+            return
+        try:
+            linked = os.fstat(old).st_nlink > 0 and not (
+                fd is not None and _same_file(os.fstat(old), os.fstat(fd))
+            )
+        except OSError:
+            linked = False
+        if linked and fd is not None:
+            self._kept.append(old)
+        else:
             os.close(old)
 
 
@@ -196,7 +215,9 @@ def checkpoint_lock(checkpoint: str) -> Iterator[CheckpointLock]:
     (``os.path.realpath``), which exists before the checkpoint does (two new
     runs of one file) and holds the holder's process id for the message of a
     refused run; it is removed on release. The second is on the checkpoint file
-    itself, which its hard links share (see :class:`CheckpointLock`). The kernel
+    itself, which its hard links share (see :class:`CheckpointLock`); a save
+    puts a new file in the checkpoint's place, and an old one that another
+    name (a hard link) still points to stays locked until release. The kernel
     releases both when their holder exits, even by ``kill -9``, so a killed run
     never leaves the checkpoint locked. Locks on some network file systems are
     not reliable. Where ``fcntl`` does not exist (Windows) the block runs

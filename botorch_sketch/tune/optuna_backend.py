@@ -52,7 +52,7 @@ class OptunaRun:
         self.verbosity = optuna.logging.get_verbosity()
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         try:
-            self.study = StudyRun(lock.path, config, resume)
+            self.study = StudyRun(lock.path, config, resume, lock.checkpoint)
             lock.hold_file()  # the new file, made in place by SQLite
         except Exception:
             optuna.logging.set_verbosity(self.verbosity)

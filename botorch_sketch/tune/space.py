@@ -194,7 +194,7 @@ def read_space(path: str) -> tuple[SpaceParam, ...]:
     except OSError as e:
         raise ValueError(f"cannot read {path}: {e.strerror or e}") from None
     try:
-        space = json.loads(text)
+        space = json.loads(text, object_pairs_hook=_Object)
     except (ValueError, RecursionError) as e:
         raise ValueError(f"{path} is not valid JSON ({e})") from None
     try:
@@ -203,9 +203,41 @@ def read_space(path: str) -> tuple[SpaceParam, ...]:
                 "the space must be a JSON object mapping parameter names to "
                 f"their descriptions, got {_short(space)}"
             )
+        _check_repeats(space)
         return parse_space(space)
     except ValueError as e:
         raise ValueError(f"{path}: {e}") from None
+
+
+class _Object(dict):
+    r"""A JSON object that remembers the keys it was given more than once.
+
+    JSON's parsers keep the last of two entries of one name: a parameter
+    named twice in ``--space`` silently lost its first description.
+    """
+
+    def __init__(self, pairs: list[tuple[str, Any]]) -> None:
+        super().__init__(pairs)
+        seen: set[str] = set()
+        self.repeated: list[str] = []
+        for key, _ in pairs:
+            if key in seen:
+                self.repeated.append(key)
+            seen.add(key)
+
+
+def _check_repeats(space: dict) -> None:
+    # A parameter named twice, or a field given twice in one entry.
+    for name in getattr(space, "repeated", []):
+        raise ValueError(
+            f"parameter {name!r} is named twice (JSON would keep only the last)"
+        )
+    for name, entry in space.items():
+        for field in getattr(entry, "repeated", []):
+            raise ValueError(
+                f"parameter {name!r} gives {field!r} twice (JSON would keep only "
+                "the last)"
+            )
 
 
 def _short(value: Any) -> str:

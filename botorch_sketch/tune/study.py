@@ -25,6 +25,7 @@ from typing import Any
 
 from botorch_sketch.models import GradientSubsetGP
 from botorch_sketch.tune.config import TuneConfig
+from botorch_sketch.tune.consistency import check_study_run
 from botorch_sketch.tune.space import SpaceParam
 
 #: The study's name in the file.
@@ -148,13 +149,25 @@ def distributions(params: tuple[SpaceParam, ...]) -> dict[str, Any]:
 class StudyRun:
     r"""A run's Optuna study: ask, tell, and the record kept in user attributes."""
 
-    def __init__(self, path: str, config: TuneConfig, resume: bool) -> None:
+    def __init__(
+        self,
+        path: str,
+        config: TuneConfig,
+        resume: bool,
+        checkpoint: str | None = None,
+    ) -> None:
         r"""Create or load the study; mark the trials a killed run left FAILED.
+
+        A loaded study whose record disagrees with its trials (an edited
+        file) is refused first
+        (:func:`~botorch_sketch.tune.consistency.check_study_run`).
 
         Args:
             path: The SQLite checkpoint.
             config: The run's settings.
             resume: Load the study (else create it; the file must not exist).
+            checkpoint: The checkpoint as it was given, for messages
+                (default ``path``).
         """
         import optuna
         from optuna.trial import TrialState
@@ -166,6 +179,8 @@ class StudyRun:
         ]
         if resume:
             study = optuna.load_study(study_name=STUDY, storage=storage)
+            # Before anything is changed: an edited record is refused.
+            check_study_run(checkpoint or path, study, config)
             self.record = read_study_record(path)
         else:
             study = optuna.create_study(

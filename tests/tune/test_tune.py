@@ -620,6 +620,26 @@ def test_the_lock_follows_the_file_a_save_puts_in_place(short_run, tmp_path):
         pass
 
 
+def test_a_hard_link_made_before_a_save_stays_locked(short_run, tmp_path):
+    # A hard link to the live run's file kept the old file once a save had
+    # replaced it: unlocked, a second run could resume it beside the first.
+    client, record = tune_ax_client.load_checkpoint(str(short_run[1]))
+    path = _copy(short_run[1], tmp_path / "ck.json")
+    (tmp_path / "elsewhere").mkdir()
+    hard = tmp_path / "elsewhere" / "hard.json"
+    with tune_lock.checkpoint_lock(str(path)) as lock:
+        os.link(path, hard)
+        for _ in range(2):
+            tune_checkpoint.save_checkpoint(str(path), client, record, lock=lock)
+            assert not os.path.samefile(path, hard)
+            with pytest.raises(tune_errors.TuneError, match="is in use by another"):
+                with tune_lock.checkpoint_lock(str(hard)):
+                    pass
+    # Released with the run: the old file is a copy of its own now.
+    with tune_lock.checkpoint_lock(str(hard)):
+        pass
+
+
 def test_a_symlinked_checkpoint_is_written_through(short_run, tmp_path):
     # The save replaced the link with a file and left the target stale.
     store = tmp_path / "store"

@@ -2,6 +2,8 @@ import contextlib
 import json
 import math
 import os
+import sqlite3
+import sys
 import time
 
 import pytest
@@ -18,6 +20,7 @@ from botorch_sketch.tune import ax_backend as tune_ax  # noqa: E402
 from botorch_sketch.tune import ax_client as tune_ax_client  # noqa: E402
 from botorch_sketch.tune import checkpoint as tune_checkpoint  # noqa: E402
 from botorch_sketch.tune import config as tune_config  # noqa: E402
+from botorch_sketch.tune import evaluation as tune_evaluation  # noqa: E402
 from botorch_sketch.tune import lock as tune_lock  # noqa: E402
 from botorch_sketch.tune.space import Choice, parse_space  # noqa: E402
 from botorch_sketch.tune.study import STUDY  # noqa: E402
@@ -276,6 +279,16 @@ def _space(**entries):
             _space(n={"type": "int", "low": 0, "high": 1e300}),
             "parameter 'n': integer bounds must lie within +-2^53",
         ),
+        # JSON keeps the last of two entries of one name: the first was lost.
+        (
+            '{"x": {"type": "float", "low": 0, "high": 1}, '
+            '"x": {"type": "float", "low": 0, "high": 100}}',
+            "parameter 'x' is named twice",
+        ),
+        (
+            '{"x": {"type": "float", "low": 0, "high": 1, "high": 100}}',
+            "parameter 'x' gives 'high' twice",
+        ),
     ],
 )
 def test_bad_space_files_are_named(space, message, tmp_path, capsys):
@@ -511,3 +524,108 @@ def test_ax_repeating_a_failed_point_gets_a_random_one():
 
 def _named_space():
     return ({"name": name, **entry} for name, entry in SPACE.items())
+
+
+@pytest.fixture(scope="module")
+def sobol_runs(tmp_path_factory, space_file):
+    # A run of three Sobol trials on each backend (no model: quick to make).
+    folder = tmp_path_factory.mktemp("sobol")
+    sys.path.insert(0, HERE)
+    try:
+        runs = {}
+        for backend, name in (("ax", "run.json"), ("optuna", "run.db")):
+            path = folder / name
+            argv = ["--objective", "toy_objectives:quadratic", "--space", space_file]
+            argv += ["--backend", backend, "--initial", "3", "--trials", "3"]
+            assert tune(*argv, "--checkpoint", str(path), *FAST) == 0
+            runs[backend] = path
+    finally:
+        sys.path.remove(HERE)
+    return runs
+
+
+def _edit_ax(path, change):
+    snapshot = json.loads(path.read_text())
+    change(snapshot[tune_checkpoint.KEY])
+    path.write_text(json.dumps(snapshot))
+
+
+def _widen_x(config):
+    # The space as both the settings' fields hold it, x's range ten times wider.
+    for field in ("space", "params"):
+        for entry in config[field]:
+            if entry["name"] == "x":
+                entry["high"] = 10.0
+
+
+def _edit_score(path, backend):
+    if backend == "ax":
+        _edit_ax(path, lambda r: r["trials"]["0"].update(score=-1.0))
+        return
+    trial = _study(path).trials[0]
+    _set_trial_record(
+        path, trial, dict(trial.user_attrs[tune_checkpoint.KEY], score=-1.0)
+    )
+
+
+def _set_trial_record(path, trial, entry):
+    # Optuna updates no finished trial: edited in the file, as a user could.
+    # (Optuna's table of trial user attributes.)
+    with contextlib.closing(sqlite3.connect(path)) as db, db:
+        db.execute(
+            "UPDATE trial_user_attributes SET value_json = ? "
+            "WHERE trial_id = ? AND key = ?",
+            (json.dumps(entry), trial._trial_id, tune_checkpoint.KEY),
+        )
+
+
+def _edit_space(path, backend):
+    if backend == "ax":
+        _edit_ax(path, lambda r: _widen_x(r["config"]))
+        return
+    study = _study(path)
+    settings = study.user_attrs[tune_checkpoint.KEY]
+    _widen_x(settings["config"])
+    study.set_user_attr(tune_checkpoint.KEY, settings)
+
+
+def _edit_parameters(path, backend):
+    if backend == "ax":
+        _edit_ax(path, lambda r: r["trials"]["1"]["parameters"].update(kind="c"))
+        return
+    trial = _study(path).trials[1]
+    entry = dict(trial.user_attrs[tune_checkpoint.KEY])
+    entry["parameters"] = {**entry["parameters"], "kind": "c"}
+    _set_trial_record(path, trial, entry)
+
+
+@pytest.mark.parametrize("backend", ["ax", "optuna"])
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (_edit_score, "trial 0: its score is -1.0 in the run's record but"),
+        (_edit_space, "parameter 'x' is"),
+        (_edit_parameters, "trial 1: its parameter 'kind' is 'c' in the run's record"),
+    ],
+    ids=["score", "space", "parameters"],
+)
+def test_an_edited_checkpoint_is_refused_on_resume(
+    backend, edit, message, sobol_runs, tmp_path, capsys, monkeypatch
+):
+    # Accepted, the run went on with a record that disagreed with the
+    # backend's own (a score no trial had; a space Ax or the study never had).
+    path = tmp_path / sobol_runs[backend].name
+    path.write_bytes(sobol_runs[backend].read_bytes())
+    edit(path, backend)
+    content = path.read_bytes()
+
+    def evaluate(*args, **kwargs):
+        raise AssertionError("a trial was evaluated")
+
+    monkeypatch.setattr(tune_evaluation, "evaluate", evaluate)
+    argv = ["--objective", "toy_objectives:quadratic", "--checkpoint", str(path)]
+    assert tune(*argv, "--resume", "--trials", "4", *FAST) == 2
+    err = capsys.readouterr().err
+    assert f"checkpoint {path}" in err and message in err, err
+    assert "edited" in err
+    assert path.read_bytes() == content
