@@ -37,7 +37,11 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import torch
-from botorch.exceptions.errors import InputDataError, UnsupportedError
+from botorch.exceptions.errors import (
+    BotorchTensorDimensionError,
+    InputDataError,
+    UnsupportedError,
+)
 from botorch.models.gpytorch import GPyTorchModel
 from botorch.models.model import FantasizeMixin
 from botorch.models.transforms.input import InputTransform
@@ -59,7 +63,7 @@ from botorch_sketch.models.nystrom.inducing import InducingSet
 from botorch_sketch.models.nystrom.posterior import (
     absorbed,
     check_new_data,
-    checked_test_points,
+    checked_output_and_points,
     dtc_posterior,
     latent_distribution,
     new_noise,
@@ -72,8 +76,11 @@ from botorch_sketch.models.nystrom.state import (
 from botorch_sketch.models.single_output import SingleOutputMixin
 from botorch_sketch.models.validation import (
     check_fit_subset_size,
+    check_test_inputs,
     check_training_data,
+    check_transformed_test_inputs,
     floor_fixed_noise,
+    one_input_points,
 )
 from botorch_sketch.sketching.embedding import NystromEmbedding
 from botorch_sketch.sketching.posterior import (
@@ -372,9 +379,9 @@ class NystromGP(SingleOutputMixin, GPyTorchModel, GP, FantasizeMixin):
             x q x 1``.
         """
         name, d = type(self).__name__, self.train_X.shape[-1]
-        X = checked_test_points(name, X, d, output_indices)
+        X = checked_output_and_points(name, X, d, output_indices)
         self.eval()
-        X = self.transform_inputs(X)
+        X = self._transformed_test_points(X)
         modules = (self.mean_module, self.covar_module, self.likelihood)
         transform = self._outcome_transform()
         posterior = dtc_posterior(
@@ -383,6 +390,27 @@ class NystromGP(SingleOutputMixin, GPyTorchModel, GP, FantasizeMixin):
         if posterior_transform is not None:
             return posterior_transform(posterior)
         return posterior
+
+    def _transformed_test_points(self, X: Tensor) -> Tensor:
+        r"""``X`` input-transformed, its width checked on what the kernel sees.
+
+        An input transform may change the width (``AppendFeatures`` appends
+        environmental variables, in BoTorch's risk-averse BO tutorial): raw
+        test points narrower than the training inputs were refused.
+        """
+        d = self.train_X.shape[-1]
+        if X.dim() < 2:
+            check_test_inputs(X, d)  # The usual message, before the transform's.
+        try:
+            transformed = self.transform_inputs(X)
+        except (RuntimeError, BotorchTensorDimensionError):
+            # A transform of d inputs fails on others with a message about
+            # tensor sizes: name the input dimensions where that is the cause.
+            check_test_inputs(X, d)
+            raise
+        width = self.nystrom_state.embedding.inducing_points.shape[-1]
+        check_transformed_test_inputs(X, transformed, width)
+        return transformed
 
     def forward(self, x: Tensor) -> MultivariateNormal:
         r"""The prior at ``x`` in training mode; in eval mode the latent posterior.
@@ -393,8 +421,12 @@ class NystromGP(SingleOutputMixin, GPyTorchModel, GP, FantasizeMixin):
         if self.training:
             x = self.transform_inputs(x)
             return MultivariateNormal(self.mean_module(x), self.covar_module(x))
-        modules = (self.mean_module, self.covar_module)
-        return latent_distribution(self.nystrom_state, x, *modules)
+        state = self.nystrom_state
+        width = state.embedding.inducing_points.shape[-1]
+        # A ``q`` tensor of a one-input model, as ``SingleTaskGP(x)`` takes it.
+        x = one_input_points(x, width)
+        check_test_inputs(x, width)
+        return latent_distribution(state, x, self.mean_module, self.covar_module)
 
     def condition_on_observations(
         self, X: Tensor, Y: Tensor, noise: Tensor | None = None, **kwargs: Any

@@ -118,6 +118,43 @@ def check_test_inputs(X: Tensor, num_dims: int) -> None:
     _check_finite("X", X)
 
 
+def check_transformed_test_inputs(
+    X: Tensor, transformed_X: Tensor, num_dims: int
+) -> None:
+    r"""Validate test inputs after the model's input transform.
+
+    The width is checked on what the kernel sees: an input transform may
+    change it (BoTorch's ``AppendFeatures`` appends environmental variables to
+    each test point, as in its risk-averse BO tutorial), so the raw inputs'
+    width says nothing of whether the model takes them.
+
+    Args:
+        X: The test inputs as given (``batch_shape x q x d'``; checked finite).
+        transformed_X: ``X`` input-transformed.
+        num_dims: The number ``d`` of input dimensions the kernel sees (those
+            of the transformed training inputs).
+
+    Raises:
+        BotorchTensorDimensionError: for a wrong shape or input dimension.
+        InputDataError: for NaN or infinite inputs.
+    """
+    if X.dim() < 2:
+        raise BotorchTensorDimensionError(
+            f"X must have shape batch_shape x q x d, got {tuple(X.shape)}."
+        )
+    _check_finite("X", X)
+    if transformed_X.shape[-1] != num_dims:
+        before = (
+            ""
+            if X.shape[-1] == transformed_X.shape[-1]
+            else f" after the input transform ({X.shape[-1]} before it)"
+        )
+        raise BotorchTensorDimensionError(
+            f"X has {transformed_X.shape[-1]} input dimensions{before} but the model "
+            f"was trained on {num_dims}."
+        )
+
+
 def check_output_indices(output_indices: Any, num_outputs: int) -> list[int]:
     r"""``output_indices`` as a list of Python ints, refusing what is not an index.
 

@@ -191,3 +191,56 @@ def test_batch_cross_validation_is_refused_by_name(tkwargs):
         )
     with pytest.raises(UnsupportedError, match="batch_cross_validation"):
         NystromGP(folds.train_X, folds.train_Y)
+
+
+def test_one_dimensional_inputs_to_model_call_on_a_one_input_model(tkwargs):
+    # ``model(x)`` in eval mode (GIBBON reads it) took a 1-d x for
+    # SingleTaskGP and failed for NystromGP ("x1_ and x2_ must have the same
+    # number of dimensions"), though ``posterior`` took it.
+    X, Y = _data(n=20, d=1, **tkwargs)
+    ref = SingleTaskGP(X, Y)
+    model = NystromGP(X, Y, inducing=_all_points(20))
+    model.load_state_dict(ref.state_dict())
+    ref.eval()
+    model.eval()
+    x = torch.linspace(2.0, 5.0, 7, **tkwargs)
+    out, ref_out = model(x), ref(x)
+    assert out.mean.shape == ref_out.mean.shape == (7,)
+    torch.testing.assert_close(out.mean, ref_out.mean)
+    torch.testing.assert_close(out.variance, ref_out.variance)
+    # More inputs: a 1-d tensor is no set of points, and a wrong width is named.
+    X3, Y3 = _data(n=20, d=3, **tkwargs)
+    model3 = NystromGP(X3, Y3).eval()
+    with pytest.raises(BotorchTensorDimensionError, match="batch_shape x q x d"):
+        model3(torch.full((3,), 3.0, **tkwargs))
+    with pytest.raises(BotorchTensorDimensionError, match="2 input dimensions"):
+        model3(torch.rand(4, 2, **tkwargs))
+
+
+def test_the_width_is_checked_after_the_input_transform(tkwargs):
+    # BoTorch's risk-averse BO tutorial: AppendFeatures appends environmental
+    # variables to each test point, so the raw test points are narrower than
+    # the training inputs; NystromGP refused them before the transform.
+    from botorch.models.transforms.input import AppendFeatures
+
+    X, Y = _data(n=24, d=3, **tkwargs)
+    w_set = torch.rand(5, 1, **tkwargs) * 3.0 + 2.0
+    ref = SingleTaskGP(X, Y, input_transform=AppendFeatures(feature_set=w_set))
+    model = NystromGP(
+        X,
+        Y,
+        inducing=_all_points(24),
+        input_transform=AppendFeatures(feature_set=w_set),
+    )
+    model.load_state_dict(ref.state_dict())
+    Xt = torch.rand(4, 1, 2, **tkwargs) * 3.0 + 2.0
+    post, ref_post = model.posterior(Xt), ref.posterior(Xt)
+    assert post.mean.shape == ref_post.mean.shape == (4, 5, 1)
+    torch.testing.assert_close(post.mean, ref_post.mean)
+    torch.testing.assert_close(post.variance, ref_post.variance)
+    # Points of the training inputs' width are 4 wide once transformed.
+    with pytest.raises(
+        BotorchTensorDimensionError,
+        match=r"4 input dimensions after the input transform \(3 before it\)",
+    ):
+        model.posterior(torch.rand(4, 1, 3, **tkwargs))

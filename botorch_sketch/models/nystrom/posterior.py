@@ -41,16 +41,19 @@ from botorch_sketch.models.validation import (
 from botorch_sketch.sketching.posterior import DTCStatistics
 
 
-def checked_test_points(
+def checked_output_and_points(
     model_name: str, X: Tensor, dim: int, output_indices: list[int] | None
 ) -> Tensor:
-    r"""Check ``posterior``'s arguments; a 1-d ``X`` of a 1-input model is ``q x 1``.
+    r"""Check the output indices; a 1-d ``X`` of a 1-input model is ``q x 1``.
+
+    The points' width is checked after the input transform, which may change
+    it (see ``NystromGP._transformed_test_points``).
 
     Args:
         model_name: The class name, for messages.
         X: A ``batch_shape x q x d`` tensor (or, for ``d = 1``, a ``q`` tensor, as
             ``SingleTaskGP`` takes).
-        dim: The input dimension ``d`` of the model.
+        dim: The input dimension ``d`` of the model's training inputs.
         output_indices: None or ``[0]`` (integers only: ``[0.0] == [0]`` and
             ``[False] == [0]`` were taken).
 
@@ -59,9 +62,7 @@ def checked_test_points(
     """
     if output_indices is not None and check_output_indices(output_indices, 1) != [0]:
         raise UnsupportedError(f"{model_name} has one output; got {output_indices=}.")
-    X = one_input_points(X, dim)
-    check_test_inputs(X, dim)
-    return X
+    return one_input_points(X, dim)
 
 
 def check_new_data(X: Tensor, Y: Tensor, noise: Tensor | None, dim: int) -> None:
