@@ -27,7 +27,7 @@ from linear_operator.utils.getitem import _noop_index
 from linear_operator.utils.memoize import cached
 from torch import Tensor
 
-from botorch_sketch.sketching.posterior.linalg import lift_diagonal
+from botorch_sketch.sketching.posterior.linalg import lift_diagonal, variance_floor
 
 
 def _is_noop(index: object) -> bool:
@@ -84,7 +84,8 @@ class DTCCovarianceOperator(LinearOperator):
     def to_dense(self) -> Tensor:  # noqa: D102
         F = self._factor()
         K = self.prior.to_dense()
-        return lift_diagonal(K - F @ F.mT).expand(self.shape)
+        floor = variance_floor(F.dtype)
+        return lift_diagonal(K - F @ F.mT, floor).expand(self.shape)
 
     def _matmul(self, rhs: Tensor) -> Tensor:
         F = self._factor()
@@ -93,9 +94,12 @@ class DTCCovarianceOperator(LinearOperator):
     def _diagonal(self) -> Tensor:
         F = self._factor()
         diagonal = self.prior._diagonal() - F.pow(2).sum(-1)
-        # Raised to zero where rounding made it negative, with no gradient in
-        # the lift, as ``lift_diagonal`` does for the dense matrix.
-        diagonal = diagonal + (diagonal.clamp_min(0) - diagonal).detach()
+        # Raised to GPyTorch's smallest variance where rounding made it smaller
+        # (GPyTorch would round it so, with a warning each time), with no
+        # gradient in the lift, as ``lift_diagonal`` does for the dense matrix.
+        floor = variance_floor(diagonal.dtype)
+        lifted = diagonal.detach().clamp_min(floor)
+        diagonal = diagonal - diagonal.detach() + lifted  # exactly ``lifted``
         return diagonal.expand(self.shape[:-1])
 
     def _getitem(self, row_index, col_index, *batch_indices) -> LinearOperator:

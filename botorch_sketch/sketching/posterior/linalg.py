@@ -4,13 +4,15 @@ r"""Dense float64 algebra shared by the weight posterior and its read-outs.
 The Cholesky factor of the precision ``B = I + gram`` (:func:`factor_precision`),
 products of test points with a covariance batched over fantasies that do not
 copy it (:func:`folded_matmul`), the lift of variances that rounding made
-negative (:func:`lift_diagonal`) and the right-hand side of Matheron's rule
+negative or below GPyTorch's smallest variance (:func:`lift_diagonal`,
+:func:`variance_floor`) and the right-hand side of Matheron's rule
 (:func:`matheron_rhs`).
 """
 
 from __future__ import annotations
 
 import torch
+from gpytorch import settings as gpytorch_settings
 from torch import Tensor
 
 from botorch_sketch.sketching.posterior.statistics import DTCStatistics
@@ -52,16 +54,46 @@ def folded_matmul(Z: Tensor, M: Tensor) -> Tensor:
     return out.permute([*range(n - k, n), *range(n - k), n, n + 1])
 
 
-def lift_diagonal(covar: Tensor) -> Tensor:
-    r"""Raise the negative diagonal entries of a ``... x q x q`` matrix to zero.
+def lift_diagonal(covar: Tensor, floor: float = 0.0) -> Tensor:
+    r"""Raise the diagonal entries of a ``... x q x q`` matrix below ``floor`` to it.
 
     The DTC covariance is PSD in exact arithmetic; rounding can make a variance
     slightly negative where it is nearly zero (at an inducing point, with little
     noise). Only the diagonal is touched, and the lift carries no gradient.
+
+    Args:
+        covar: The matrix.
+        floor: The smallest variance kept: 0, or GPyTorch's (see
+            :func:`variance_floor`) for a covariance that a GPyTorch
+            distribution reads.
+
+    Returns:
+        ``covar`` with its diagonal raised (never lowered) to ``floor``.
     """
-    diag = covar.diagonal(dim1=-2, dim2=-1)
-    lift = (diag.clamp_min(0) - diag).detach()
-    return covar + torch.diag_embed(lift)
+    # The diagonal swapped for its lifted copy, both without gradient: the
+    # values are exact (``covar - diag`` is 0 there), the gradient is covar's.
+    diag = covar.diagonal(dim1=-2, dim2=-1).detach()
+    return covar - torch.diag_embed(diag) + torch.diag_embed(diag.clamp_min(floor))
+
+
+def variance_floor(dtype: torch.dtype) -> float:
+    r"""The smallest variance a GPyTorch distribution takes without a warning.
+
+    ``MultivariateNormal.variance`` rounds every variance below
+    ``gpytorch.settings.min_variance`` (1e-10 in float64, 1e-6 in float32) up
+    to it and warns "Negative variance values detected" each time, also for a
+    positive one: an acquisition function read at observed inputs of a
+    nearly noise-free objective (a sampler's discrete choices) warned at every
+    trial. Raising those variances to the floor first gives the same values,
+    without the warning.
+
+    Args:
+        dtype: The covariance's floating point type.
+
+    Returns:
+        The floor.
+    """
+    return gpytorch_settings.min_variance.value(dtype)
 
 
 def matheron_rhs(
