@@ -9,6 +9,7 @@ loop (:func:`run_large_batch`). The benchmarks' side-by-side loops live in
 from botorch_sketch.bo.incremental_gp import IncrementalGP, UpdateCounts
 from botorch_sketch.bo.large_batch import (
     Batch,
+    FailedBatchWarning,
     LargeBatchTrace,
     candidate_set,
     default_surrogate,
@@ -17,6 +18,8 @@ from botorch_sketch.bo.large_batch import (
     run_large_batch,
     thompson_batch,
 )
+from botorch_sketch.bo.regions import TrustRegions
+from botorch_sketch.bo.sampling import path_values, posterior_means
 from botorch_sketch.bo.trust_region import (
     TurboState,
     generate_batch,
@@ -28,6 +31,10 @@ from botorch_sketch.bo.trust_region import (
 
 __all__ = [
     "Batch",
+    "FailedBatchWarning",
+    "TrustRegions",
+    "path_values",
+    "posterior_means",
     "LargeBatchTrace",
     "candidate_set",
     "default_surrogate",

@@ -19,9 +19,18 @@ model forward instead:
   hyperparameters (one fitting round, the inducing rule re-run from the current
   set) every ``refit_every`` calls (once the data have also grown by the
   fraction ``refit_growth``), when the inducing set has grown by the factor
-  ``redraw_growth`` since it was last drawn, or when the per-observation
-  log marginal likelihood has fallen by ``drift_tolerance`` nats since the last
-  fit (the data no longer agree with the hyperparameters).
+  ``redraw_growth`` since it was last drawn, when the per-observation log
+  marginal likelihood has fallen by ``drift_tolerance`` nats since the last
+  fit, or when the new observations surprise the model (``surprise_tolerance``:
+  their standardised residuals under its predictive distribution are too
+  large or too small to be draws of it); in both cases the data no longer
+  agree with the hyperparameters;
+- optionally the hyperparameters are refitted on a bounded subset of the data
+  (``hyperparameter_subset`` rows: the newest, the best observation's
+  neighbours and a uniform sample,
+  :class:`~botorch_sketch.sketching.rules.NeighbourhoodSubset`), so that a
+  refit costs the same at ``n = 10^3`` and ``10^5`` and in 60 dimensions as
+  in 6; the statistics still use every point.
 
 Between refits the posterior is exactly that of a ``NystromGP`` built on the same
 data with the same inducing set, hyperparameters and outcome transform. The
@@ -56,6 +65,7 @@ References:
 from __future__ import annotations
 
 import copy
+import math
 import warnings
 from dataclasses import dataclass
 from typing import Any
@@ -68,10 +78,16 @@ from gpytorch.kernels import Kernel
 from gpytorch.mlls import ExactMarginalLogLikelihood
 from torch import Tensor
 
-from botorch_sketch.checks import checked_optional_count
+from botorch_sketch.checks import checked_optional_count, checked_real
+from botorch_sketch.models.nystrom.fitting import fitting_subset
 from botorch_sketch.models.nystrom_gp import NystromGP
 from botorch_sketch.models.validation import check_training_data
-from botorch_sketch.sketching.rules import RidgeLeverageSampler, SelectionRule
+from botorch_sketch.sketching.rules import (
+    Candidates,
+    NeighbourhoodSubset,
+    RidgeLeverageSampler,
+    SelectionRule,
+)
 
 
 @dataclass
@@ -86,7 +102,10 @@ class UpdateCounts:
         last: What the last call did: ``"built"``, ``"refit"``, ``"conditioned"``
             or ``"unchanged"``.
         last_reason: Why the last refit happened (``"schedule"``, ``"growth"``,
-            ``"drift"``, ``"data changed"``), or ``""``.
+            ``"drift"``, ``"surprise"``, ``"data changed"``), or ``""``.
+        last_surprise: The surprise statistic of the last call's new
+            observations (see ``IncrementalGP``'s ``surprise_tolerance``), NaN
+            when it was not computed.
     """
 
     builds: int = 0
@@ -95,6 +114,7 @@ class UpdateCounts:
     grown: int = 0
     last: str = ""
     last_reason: str = ""
+    last_surprise: float = math.nan
 
 
 class IncrementalGP:
@@ -112,6 +132,10 @@ class IncrementalGP:
         model_kwargs: dict[str, Any] | None = None,
         fit_kwargs: dict[str, Any] | None = None,
         generator: torch.Generator | None = None,
+        surprise_tolerance: float | None = None,
+        surprise_growth: float = 0.1,
+        hyperparameter_subset: int | None = None,
+        subset_rule: SelectionRule | None = None,
     ) -> None:
         r"""Configure the schedule.
 
@@ -143,8 +167,23 @@ class IncrementalGP:
                 ``covar_module``, transforms, ...). A ``covar_module`` is a
                 template: each model built gets a deep copy of it, so that
                 no two models share their hyperparameters.
-            fit_kwargs: Passed to ``fit_gpytorch_mll``.
-            generator: The random generator of the coins.
+            fit_kwargs: Passed to ``fit_gpytorch_mll`` (e.g.
+                ``{"optimizer_kwargs": {"options": {"maxiter": 50}}}`` caps
+                L-BFGS-B's iterations).
+            generator: The random generator of the coins and of the subset rule.
+            surprise_tolerance: Refit when the new observations' mean squared
+                standardised residual ``s = mean(z_i^2)``, ``z_i = (y_i -
+                mu(x_i)) / sqrt(var(x_i) + noise)`` under the current model,
+                departs from 1 by more than this many of its standard
+                deviations ``sqrt(2 / b)`` (``b`` new observations); None never
+                tests. Each call's statistic is ``counts.last_surprise``.
+            surprise_growth: A surprise refits only once the data have grown by
+                this fraction since the last fit (a bound on how often).
+            hyperparameter_subset: Fit the hyperparameters on at most this many
+                rows, chosen by ``subset_rule`` (the newest third forced); None
+                fits as ``NystromGP`` does. Not with ``train_Yvar``.
+            subset_rule: The rule choosing those rows; defaults to
+                :class:`~botorch_sketch.sketching.rules.NeighbourhoodSubset`.
         """
         if int(refit_every) != refit_every or refit_every < 1:
             raise InputDataError(
@@ -175,7 +214,27 @@ class IncrementalGP:
                     "max_inducing caps a rule's inducing set; model_kwargs gives "
                     "fixed inducing inputs."
                 )
-        self.grow_between_refits = bool(grow_between_refits)
+        if not isinstance(grow_between_refits, bool):
+            # "no" read as True: a string is a user's mistake, not a choice.
+            raise InputDataError(
+                f"grow_between_refits must be True or False, got "
+                f"{grow_between_refits!r}."
+            )
+        if surprise_tolerance is not None:
+            surprise_tolerance = checked_real(
+                surprise_tolerance, "surprise_tolerance", positive=True
+            )
+        self.surprise_tolerance = surprise_tolerance
+        self.surprise_growth = checked_real(
+            surprise_growth, "surprise_growth", minimum=0.0
+        )
+        self.hyperparameter_subset = checked_optional_count(
+            hyperparameter_subset, "hyperparameter_subset", minimum=2
+        )
+        if subset_rule is None and hyperparameter_subset is not None:
+            subset_rule = NeighbourhoodSubset(generator=generator)
+        self.subset_rule = subset_rule
+        self.grow_between_refits = grow_between_refits
         self.refit_every = int(refit_every)
         self.refit_growth = float(refit_growth)
         self.redraw_growth = redraw_growth
@@ -225,6 +284,8 @@ class IncrementalGP:
         if self.refit_due(train_X.shape[0]):
             return self._refit(train_X, train_Y, train_Yvar, "schedule")
         new_X, new_Y = train_X[old_n:], train_Y[old_n:]
+        if self._surprised(new_X, new_Y, train_X.shape[0]):
+            return self._refit(train_X, train_Y, train_Yvar, "surprise")
         noise = None
         if train_Yvar is not None:
             # ``condition_on_observations`` takes outcome-transformed noise.
@@ -272,6 +333,48 @@ class IncrementalGP:
             and self._since_refit + 1 >= self.refit_every
             and n >= (1 + self.refit_growth) * self._fitted_size
         )
+
+    def surprise(self, new_X: Tensor, new_Y: Tensor, chunk_size: int = 4096) -> float:
+        r"""How far new observations are from draws of the current model.
+
+        ``(mean(z_i^2) - 1) / sqrt(2 / b)`` with ``z_i`` the standardised
+        residuals of the ``b`` observations under the model's predictive
+        distribution (marginals, the noise included): about ``N(0, 1)`` when
+        the hyperparameters describe the data, large when the observations
+        vary more than the model expects, very negative when less.
+
+        Args:
+            new_X: A ``b x d`` tensor of inputs the model has not seen.
+            new_Y: A ``b x 1`` tensor of their observations.
+            chunk_size: Points per posterior call.
+
+        Returns:
+            The statistic (NaN before the first build).
+        """
+        model = self.model
+        if model is None or new_X.shape[0] == 0:
+            return math.nan
+        with torch.no_grad():
+            z2 = []
+            for x, y in zip(
+                new_X.split(chunk_size), new_Y.split(chunk_size), strict=True
+            ):
+                posterior = model.posterior(x.unsqueeze(-2), observation_noise=True)
+                mean = posterior.mean.reshape(-1)
+                var = posterior.variance.reshape(-1).clamp_min(1e-12)
+                z2.append((y.reshape(-1) - mean).square() / var)
+            b = new_X.shape[0]
+            return float((torch.cat(z2).mean() - 1.0) / math.sqrt(2.0 / b))
+
+    def _surprised(self, new_X: Tensor, new_Y: Tensor, n: int) -> bool:
+        self.counts.last_surprise = math.nan
+        if self.surprise_tolerance is None:
+            return False
+        if n < (1 + self.surprise_growth) * self._fitted_size:
+            return False
+        statistic = self.surprise(new_X, new_Y)
+        self.counts.last_surprise = statistic
+        return abs(statistic) > self.surprise_tolerance
 
     # ----------------------------------------------------------------- steps
 
@@ -360,12 +463,21 @@ class IncrementalGP:
         if self.max_inducing is not None and X.shape[0] > self.max_inducing:
             # The exact regime would make every input inducing, past the cap.
             model.exact_fraction = None
+        on_subset = (
+            self.hyperparameter_subset is not None
+            and Yvar is None
+            and X.shape[0] > self.hyperparameter_subset
+        )
         if warm is not None:
-            self._warm_start(model, warm, same_rows)
+            self._warm_start(model, warm, same_rows, select=not on_subset)
         try:
-            fit_gpytorch_mll(
-                ExactMarginalLogLikelihood(model.likelihood, model), **self.fit_kwargs
-            )
+            if on_subset:
+                self._fit_on_subset(model)
+            else:
+                fit_gpytorch_mll(
+                    ExactMarginalLogLikelihood(model.likelihood, model),
+                    **self.fit_kwargs,
+                )
         except ModelFittingError as e:
             # BoTorch restores the starting values: a long loop goes on with them.
             warnings.warn(
@@ -393,8 +505,29 @@ class IncrementalGP:
         self.counts.last_reason = ""
         return model
 
+    def _fit_on_subset(self, model: NystromGP) -> None:
+        # The shared kernel, mean and likelihood fitted on the rule's rows (the
+        # newest third forced), then the inducing rule run once on all the data
+        # at them (from the warm set, if any).
+        n, size = model.train_X.shape[0], self.hyperparameter_subset
+        newest = torch.arange(n - size // 3, n, device=model.train_X.device)
+        candidates = Candidates(
+            X=model.transformed_train_X.detach(), scores=model.train_targets.detach()
+        )
+        rows = self.subset_rule.select(candidates, size, forced=newest)
+        subset = fitting_subset(model, NystromGP, rows=rows)
+        subset.warn_exact_regime = False
+        subset.exact_fit_size = max(size, subset.exact_fit_size or 0)
+        fit_gpytorch_mll(
+            ExactMarginalLogLikelihood(subset.likelihood, subset), **self.fit_kwargs
+        )
+        model.select_inducing_points(max_size=self.max_inducing)
+        model.clear_posterior_state()
+
     @staticmethod
-    def _warm_start(model: NystromGP, previous: NystromGP, same_rows: bool) -> None:
+    def _warm_start(
+        model: NystromGP, previous: NystromGP, same_rows: bool, select: bool = True
+    ) -> None:
         # The previous hyperparameters (parameters only: the transforms belong to
         # the new data), then the inducing rule run once from the previous set
         # when its rows are still the first rows of the data (``same_rows``).
@@ -410,5 +543,6 @@ class IncrementalGP:
             and model.inducing_rule is not None
         ):
             model.inducing_index = previous.inducing_index
-            model.select_inducing_points()
+            if select:
+                model.select_inducing_points()
         model.fit_rounds = 1

@@ -1,34 +1,45 @@
 #!/usr/bin/env python3
-r"""Large-batch Thompson sampling for 10^4-10^5 evaluations.
+r"""Large-batch Thompson sampling for 10^3-10^5 evaluations.
 
 When evaluations are cheap or run by the thousand (simulators, high-throughput
 experiments), BO spends its time in the surrogate, not in the objective. This
-loop keeps that time flat as the data grow:
+loop keeps that time flat as the data grow and the dimension rises:
 
 - the surrogate is an :class:`~botorch_sketch.bo.IncrementalGP` with a capped
   inducing set (``max_inducing``): each batch enters by a Woodbury step
-  (``O(q m^2)``), and the statistics are recomputed from all data only at the
-  refits, which come at geometric sizes (``refit_growth``), with the
-  hyperparameters fitted on a subset;
+  (``O(q m^2)``); the model is refitted only when a batch's observations
+  surprise it (their standardised residuals, a test of the hyperparameters on
+  new data) or the data have doubled, and then on a bounded subset of the data
+  (the newest points, the best point's neighbours and a uniform sample) with a
+  capped number of L-BFGS-B iterations, so a refit costs the same in 60
+  dimensions at ``n = 10^4`` as in 6 at ``n = 10^3``;
 - a batch is ``q`` pathwise posterior samples [Wilson2020efficiently]_, each
-  maximised over one shared candidate set (a Sobol sample of the region and
-  Gaussian perturbations of the best observed points), then refined around its
-  own argmax. A path costs ``O(m + F)`` per candidate (``F`` random features),
-  whatever ``n``.
+  maximised over one shared candidate set, then refined around its own argmax.
+  A path costs ``O(m + F)`` per candidate (``F`` random features), whatever
+  ``n``;
+- by default the candidates live in TuRBO trust regions
+  [Eriksson2019scalable]_ over the one carried model
+  (:class:`~botorch_sketch.bo.regions.TrustRegions`): boxes around the
+  regions' incumbents (the points of largest posterior mean among each
+  region's observations) whose sides follow the model's lengthscales, with
+  TuRBO's candidates that move a random subset of coordinates (each with
+  probability ``min(1, 20 / d)``). A box doubles after successes and halves
+  after failures; when it collapses, the region restarts where a global
+  Thompson sample peaks away from the collapsed regions, and every
+  observation is kept (the global model holds them all, where TuRBO starts a
+  new model from a new design).
 
-Many paths share an argmax on a shared candidate set (on Hartmann-6 a batch of
-200 paths had about 36 distinct ones). :func:`thompson_batch` reports how many
-argmaxes were distinct and fills the batch: every path also scores
-perturbations of its own argmax, and a path whose argmax another path took
-gets its best perturbation, a point near its own maximum that no other path
-chose. Optionally the candidates live in a TuRBO-1 trust region
-[Eriksson2019scalable]_ around the incumbent.
+Many paths share an argmax on a shared candidate set. :func:`thompson_batch`
+reports how many argmaxes were distinct and fills the batch: every path also
+scores perturbations of its own argmax (reflected at the region's faces, so
+that they stay distinct at a corner), and a path whose argmax another path took
+gets its best perturbation.
 
 Example:
     >>> from botorch.test_functions import Hartmann
     >>> problem = Hartmann(dim=6, noise_std=0.5, negate=True)
     >>> trace = run_large_batch(problem, problem.bounds, evaluations=10_000, q=200)
-    >>> trace.best_value[-1], trace.cumulative_seconds[-1]
+    >>> print(trace.summary())
     >>> plot_large_batch({"IncrementalGP": [trace]}, "hartmann.png")
 
 References:
@@ -45,12 +56,14 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple
 
 import torch
 from botorch.exceptions.errors import InputDataError
+from botorch.exceptions.warnings import BotorchWarning, InputDataWarning
 from botorch.models.approximate_gp import ApproximateGPyTorchModel
 from botorch.models.model import Model
 from botorch.sampling.pathwise import draw_matheron_paths
@@ -58,16 +71,12 @@ from botorch.test_functions.base import BaseTestProblem
 from botorch.utils.sampling import draw_sobol_samples
 from botorch.utils.transforms import unnormalize
 from torch import Tensor
+from torch.quasirandom import SobolEngine
 from tqdm.auto import tqdm
 
 from botorch_sketch.bo.incremental_gp import IncrementalGP
-from botorch_sketch.bo.trust_region import (
-    TurboState,
-    perturbed_candidates,
-    restart_state,
-    trust_region_bounds,
-    update_state,
-)
+from botorch_sketch.bo.regions import TrustRegions
+from botorch_sketch.bo.sampling import path_values, posterior_means
 from botorch_sketch.checks import checked_count, checked_real
 
 if TYPE_CHECKING:
@@ -77,6 +86,10 @@ if TYPE_CHECKING:
 Surrogate = Callable[[Tensor, Tensor], Model]
 
 
+class FailedBatchWarning(BotorchWarning):
+    r"""Every point of a batch failed (the objective returned NaN or infinity)."""
+
+
 class Batch(NamedTuple):
     r"""One Thompson-sampling batch.
 
@@ -84,10 +97,59 @@ class Batch(NamedTuple):
         X: A ``q x d`` tensor of distinct points.
         distinct_argmaxes: How many distinct candidates the ``q`` paths' argmaxes
             over the shared set were (the rest were filled).
+        argmax: A ``q`` long tensor: the candidate each path's point came from
+            (its argmax over the shared set, or the argmax it perturbed).
     """
 
     X: Tensor
     distinct_argmaxes: int
+    argmax: Tensor | None = None
+
+
+def check_region(region: Tensor, name: str = "region") -> Tensor:
+    r"""``region`` if it is a finite ``2 x d`` box with lower <= upper.
+
+    Args:
+        region: The box.
+        name: Its name in the error.
+
+    Returns:
+        The region.
+    """
+    if (
+        not isinstance(region, Tensor)
+        or region.dim() != 2
+        or region.shape[0] != 2
+        or region.shape[1] == 0
+        or not bool(torch.isfinite(region).all())
+        or not bool((region[1] >= region[0]).all())
+    ):
+        raise InputDataError(
+            f"{name} must be a finite 2 x d tensor with lower <= upper; got "
+            f"{region if isinstance(region, Tensor) else type(region).__name__}."
+        )
+    return region
+
+
+def reflect(X: Tensor, region: Tensor) -> Tensor:
+    r"""Points folded back into ``region`` by reflection at its faces.
+
+    Clipping maps every point beyond a face onto it, so perturbations of a
+    point at a corner collapse onto the corner; reflection keeps distinct
+    points distinct.
+
+    Args:
+        X: A ``... x d`` tensor.
+        region: A ``2 x d`` box.
+
+    Returns:
+        A tensor of ``X``'s shape in ``region``.
+    """
+    lower, upper = region[0], region[1]
+    width = (upper - lower).clamp_min(torch.finfo(X.dtype).tiny)
+    folded = (X - lower).remainder(2 * width)
+    folded = torch.where(folded > width, 2 * width - folded, folded)
+    return torch.minimum(torch.maximum(lower + folded, lower), upper)
 
 
 def posterior_incumbents(
@@ -102,21 +164,19 @@ def posterior_incumbents(
 
     Args:
         model: A fitted single-output model.
-        X: A ``n x d`` tensor of observed inputs.
-        k: How many to return.
+        X: A ``n x d`` tensor of observed inputs (``n >= 1``).
+        k: How many to return (at least 1).
         chunk_size: Points per posterior call.
 
     Returns:
         A ``min(k, n) x d`` tensor, best first.
     """
-    with torch.no_grad():
-        means = torch.cat(
-            [
-                model.posterior(chunk.unsqueeze(-2)).mean.reshape(-1)
-                for chunk in X.split(chunk_size)
-            ]
+    k = checked_count(k, "k")
+    if X.dim() != 2 or X.shape[0] == 0:
+        raise InputDataError(
+            f"X must be a non-empty n x d tensor; got shape {tuple(X.shape)}."
         )
-    return X[means.topk(min(k, X.shape[0])).indices]
+    return X[posterior_means(model, X, chunk_size).topk(min(k, X.shape[0])).indices]
 
 
 def candidate_set(
@@ -129,16 +189,29 @@ def candidate_set(
     r"""Half a Sobol sample of ``region``, half perturbations of the incumbents.
 
     Args:
-        incumbents: A ``k x d`` tensor of points to perturb (for example
-            :func:`posterior_incumbents`).
+        incumbents: A ``k x d`` tensor (``k >= 1``) of points to perturb (for
+            example :func:`posterior_incumbents`).
         region: A ``2 x d`` box the candidates lie in.
         num_candidates: The number ``N`` of candidates.
         scale: The perturbations' standard deviation, as a fraction of the box.
         generator: Seeds the Sobol sample and the perturbations.
 
     Returns:
-        A ``N x d`` tensor in ``region``.
+        A ``N x d`` tensor in ``region`` (perturbations reflected at its faces).
     """
+    region = check_region(region)
+    num_candidates = checked_count(num_candidates, "num_candidates")
+    scale = checked_real(scale, "scale", positive=True)
+    if incumbents.dim() != 2 or incumbents.shape[0] == 0:
+        raise InputDataError(
+            "incumbents must be a non-empty k x d tensor; got shape "
+            f"{tuple(incumbents.shape)}."
+        )
+    if incumbents.shape[-1] != region.shape[-1]:
+        raise InputDataError(
+            f"incumbents have {incumbents.shape[-1]} columns; the region has "
+            f"{region.shape[-1]}."
+        )
     num_sobol = num_candidates - num_candidates // 2
     seed = int(torch.randint(2**31 - 1, (1,), generator=generator))
     sobol = draw_sobol_samples(region, n=num_sobol, q=1, seed=seed).squeeze(1)
@@ -147,8 +220,7 @@ def candidate_set(
     centres = incumbents[picks.to(incumbents.device)]
     width = region[1] - region[0]
     noise = torch.randn(centres.shape, generator=generator, dtype=centres.dtype)
-    local = centres + scale * width * noise.to(centres.device)
-    local = torch.minimum(torch.maximum(local, region[0]), region[1])
+    local = reflect(centres + scale * width * noise.to(centres.device), region)
     return torch.cat([sobol.to(centres), local])
 
 
@@ -165,17 +237,20 @@ def thompson_batch(
 
     Each of ``q`` Matheron paths is evaluated on the shared candidates and on
     ``num_local`` Gaussian perturbations of its own argmax (standard deviation
-    ``local_scale`` of the region). A path keeps the best of those points; if
-    its argmax over the shared set was already taken by a path before it, it
-    keeps its best perturbation instead. The paths' draws use torch's global
-    random generator (BoTorch's ``draw_matheron_paths`` takes none): fork it to
-    leave a caller's stream alone, as :func:`run_large_batch` does.
+    ``local_scale`` of the region, reflected at its faces). A path keeps the
+    best of those points; if its argmax over the shared set was already taken
+    by a path before it, it keeps its best perturbation instead. The paths'
+    draws use torch's global random generator (BoTorch's
+    ``draw_matheron_paths`` takes none): fork it to leave a caller's stream
+    alone, as :func:`run_large_batch` does.
 
     Args:
         model: A fitted single-output model that ``draw_matheron_paths`` takes.
-        candidates: A ``N x d`` tensor of shared candidates.
+        candidates: A ``N x d`` tensor of shared candidates (``N >= 1``).
         q: The batch size.
-        region: A ``2 x d`` box the perturbations are clipped to.
+        region: A ``2 x d`` box the perturbations are reflected into, or a
+            ``2 x N x d`` tensor of one box per candidate (the box of a
+            path's argmax takes its perturbations).
         num_local: Perturbations per path (at least 1).
         local_scale: Their standard deviation, as a fraction of the box.
         generator: Seeds the perturbations.
@@ -185,11 +260,28 @@ def thompson_batch(
     """
     q = checked_count(q, "q")
     num_local = checked_count(num_local, "num_local")
-    if candidates.dim() != 2 or candidates.shape[-1] != region.shape[-1]:
+    local_scale = checked_real(local_scale, "local_scale", positive=True)
+    per_candidate = isinstance(region, Tensor) and region.dim() == 3
+    if per_candidate:
+        if region.shape[:2] != (2, candidates.shape[0]):
+            raise InputDataError(
+                f"region must be 2 x d or 2 x N x d with N = {candidates.shape[0]} "
+                f"candidates; got shape {tuple(region.shape)}."
+            )
+        check_region(region.reshape(2, -1), "region")
+    else:
+        region = check_region(region)
+    if (
+        candidates.dim() != 2
+        or candidates.shape[0] == 0
+        or candidates.shape[-1] != region.shape[-1]
+    ):
         raise InputDataError(
-            f"candidates must be a N x {region.shape[-1]} tensor; got shape "
-            f"{tuple(candidates.shape)}."
+            f"candidates must be a non-empty N x {region.shape[-1]} tensor; got "
+            f"shape {tuple(candidates.shape)}."
         )
+    if not bool(torch.isfinite(candidates).all()):
+        raise InputDataError("candidates contain NaN or infinite values.")
     if isinstance(model, ApproximateGPyTorchModel):
         # GPyTorch's variational strategy memoises the inducing Cholesky factor
         # with the batch shape of the last posterior call, and the Matheron
@@ -204,15 +296,15 @@ def thompson_batch(
         return out.squeeze(-1) if out.dim() == points.dim() else out
 
     with torch.no_grad():
-        values = evaluate(candidates)  # q x N
+        values = path_values(paths, candidates)  # q x N
         argmax = values.argmax(-1)
         best = candidates[argmax]  # q x d
-        width = region[1] - region[0]
+        box = region[:, argmax].unsqueeze(-2) if per_candidate else region
+        width = box[1] - box[0]
         noise = torch.randn(
             q, num_local, best.shape[-1], generator=generator, dtype=best.dtype
         ).to(best.device)
-        local = best.unsqueeze(-2) + local_scale * width * noise
-        local = torch.minimum(torch.maximum(local, region[0]), region[1])
+        local = reflect(best.unsqueeze(-2) + local_scale * width * noise, box)
         local_values = evaluate(local)  # q x num_local, each path on its own points
         top = local_values.argmax(-1)
         rows = torch.arange(q, device=best.device)
@@ -227,16 +319,19 @@ def thompson_batch(
         improves = local_values[rows, top] > values[rows, argmax]
         use_local = taken | improves
         X = torch.where(use_local.unsqueeze(-1), best_local, best)
-    return Batch(X=X, distinct_argmaxes=int(argmax.unique().numel()))
+    return Batch(X=X, distinct_argmaxes=int(argmax.unique().numel()), argmax=argmax)
 
 
-def default_surrogate(max_inducing: int = 512) -> IncrementalGP:
+def default_surrogate(max_inducing: int = 256) -> IncrementalGP:
     r"""The carried sketch :func:`run_large_batch` uses unless given another.
 
-    An :class:`IncrementalGP` whose inducing set is capped at ``max_inducing``,
-    changed only at refits, which come every 4 batches while the data grow by
-    25% between them (so at geometric sizes: about 21 refits from 10^3 to 10^5
-    observations).
+    An :class:`IncrementalGP` whose inducing set is capped at ``max_inducing``
+    and changed only at refits. A refit comes when a batch's observations
+    surprise the model (``surprise_tolerance=4``, once the data have grown by
+    10% since the last fit) or the data have doubled; it fits the
+    hyperparameters on 256 rows (the newest third, the best observation's
+    nearest neighbours and a uniform sample) from the previous values, with at
+    most 30 L-BFGS-B iterations.
 
     Args:
         max_inducing: The inducing set's cap.
@@ -245,11 +340,15 @@ def default_surrogate(max_inducing: int = 512) -> IncrementalGP:
         The surrogate.
     """
     return IncrementalGP(
-        refit_every=4,
-        refit_growth=0.25,
+        refit_every=1,
+        refit_growth=1.0,
         drift_tolerance=None,
         max_inducing=max_inducing,
         grow_between_refits=False,
+        surprise_tolerance=4.0,
+        surprise_growth=0.25,
+        hyperparameter_subset=200,
+        fit_kwargs={"optimizer_kwargs": {"options": {"maxiter": 20}}},
     )
 
 
@@ -257,35 +356,61 @@ def default_surrogate(max_inducing: int = 512) -> IncrementalGP:
 class LargeBatchTrace:
     r"""One run of :func:`run_large_batch`, one entry per batch after the design.
 
+    The seconds are CPU seconds of proposing (``time.process_time``); the
+    objective's own time is not counted.
+
     Attributes:
         optimal_value: The problem's maximum, where known (else NaN).
-        initial_best: The best true value of the initial design.
+        initial_best: The best true value of the initial design (``-inf`` if
+            every point failed).
         q: Points per batch.
-        values: The true (noise-free where known) value of each evaluated point.
-        batch_best: The best of them per batch.
-        model_seconds: CPU seconds building or updating the surrogate per batch.
-        batch_seconds: CPU seconds drawing and maximising the paths per batch.
+        num_initial: The initial design's size.
+        values: The true (noise-free where known) value of each evaluated point
+            (NaN for a failed one).
+        batch_best: The best finite value per batch (``-inf`` if none).
+        model_seconds: Building or updating the surrogate, per batch.
+        refit_seconds: The part of ``model_seconds`` spent in a build or refit
+            (0 when the model was only conditioned).
+        refitted: Whether the surrogate was built or refitted, per batch.
+        incumbent_seconds: Finding the incumbents or the region's centre.
+        batch_seconds: Building the candidates, drawing and maximising the paths.
         train_size: Observations the surrogate held per batch.
         inducing_size: Its inducing points per batch (0 for other models).
         distinct_argmaxes: Distinct path argmaxes per batch, before filling.
         distinct_points: Distinct points per evaluated batch.
+        failed: Points of each batch whose observation was NaN or infinite.
+        region_length: The trust region's length per batch (NaN without one).
+        restarts: Trust-region restarts so far, per batch.
+        evaluated: Evaluations so far (the design and failed points included)
+            after each batch.
         X: The evaluated points per batch (in the problem's bounds).
         stopped_at_cap: Whether the run stopped at its CPU-time cap.
+        stopped_reason: Why the run ended before its budget (``""`` if it did
+            not): ``"time cap"``, ``"failed batches"``, ``"interrupted"``.
     """
 
     optimal_value: float
     initial_best: float
     q: int
+    num_initial: int = 0
     values: list[float] = field(default_factory=list)
     batch_best: list[float] = field(default_factory=list)
     model_seconds: list[float] = field(default_factory=list)
+    refit_seconds: list[float] = field(default_factory=list)
+    refitted: list[bool] = field(default_factory=list)
+    incumbent_seconds: list[float] = field(default_factory=list)
     batch_seconds: list[float] = field(default_factory=list)
     train_size: list[int] = field(default_factory=list)
     inducing_size: list[int] = field(default_factory=list)
     distinct_argmaxes: list[int] = field(default_factory=list)
     distinct_points: list[int] = field(default_factory=list)
+    failed: list[int] = field(default_factory=list)
+    region_length: list[float] = field(default_factory=list)
+    restarts: list[int] = field(default_factory=list)
+    evaluated: list[int] = field(default_factory=list)
     X: list[Tensor] = field(default_factory=list, repr=False)
     stopped_at_cap: bool = False
+    stopped_reason: str = ""
 
     @property
     def num_batches(self) -> int:
@@ -294,24 +419,23 @@ class LargeBatchTrace:
 
     @property
     def evaluations(self) -> Tensor:
-        r"""Evaluations so far (the design included) after each batch."""
-        sizes = torch.tensor(self.train_size, dtype=torch.double)
-        return sizes + torch.tensor([len(x) for x in self.X], dtype=torch.double)
+        r"""Evaluations so far (the design and failed points included)."""
+        return torch.tensor(self.evaluated, dtype=torch.double)
 
     @property
     def iteration_seconds(self) -> Tensor:
-        r"""Model plus batch CPU seconds per batch."""
-        model = torch.tensor(self.model_seconds, dtype=torch.double)
-        return model + torch.tensor(self.batch_seconds, dtype=torch.double)
+        r"""Proposing CPU seconds per batch (model, incumbents and paths)."""
+        parts = (self.model_seconds, self.incumbent_seconds, self.batch_seconds)
+        return torch.tensor(parts, dtype=torch.double).reshape(3, -1).sum(0)
 
     @property
     def cumulative_seconds(self) -> Tensor:
-        r"""CPU seconds so far after each batch."""
+        r"""Proposing CPU seconds so far after each batch."""
         return self.iteration_seconds.cumsum(0)
 
     @property
     def best_value(self) -> Tensor:
-        r"""The best true value so far after each batch."""
+        r"""The best finite true value so far after each batch."""
         best = torch.tensor(self.batch_best, dtype=torch.double).cummax(0).values
         return best.clamp_min(self.initial_best)
 
@@ -319,6 +443,43 @@ class LargeBatchTrace:
     def simple_regret(self) -> Tensor:
         r"""``optimal_value - best_value`` after each batch."""
         return self.optimal_value - self.best_value
+
+    def summary(self) -> str:
+        r"""One line: evaluations, best value, proposing CPU and its refits' share."""
+        if self.num_batches == 0:
+            best = self.initial_best
+            return f"{self.num_initial} evaluations (the design), best {best:.4g}"
+        seconds = float(self.cumulative_seconds[-1])
+        refits = sum(self.refit_seconds)
+        n = int(self.evaluated[-1])
+        return (
+            f"{n} evaluations, best {float(self.best_value[-1]):.4g}, "
+            f"{seconds:.1f} CPU s of proposing ({1000 * seconds / n:.2f} ms per "
+            f"evaluation, refits {refits / max(seconds, 1e-12):.0%})"
+        )
+
+
+def _observations(output: object, b: int) -> Tensor:
+    # The objective's output as a ``b x 1`` double tensor, or an error naming it.
+    try:
+        y = torch.as_tensor(output, dtype=torch.double)
+    except (TypeError, ValueError, RuntimeError) as e:
+        raise InputDataError(
+            f"The objective returned {type(output).__name__}, which is not a "
+            f"tensor, array or list of {b} numbers ({e})."
+        ) from e
+    if y.numel() != b or not (y.dim() <= 1 or y.shape == (b, 1)):
+        raise InputDataError(
+            f"The objective returned shape {tuple(y.shape)} for {b} points; "
+            f"expected ({b},) or ({b}, 1): one observation per point."
+        )
+    return y.reshape(b, 1)
+
+
+def _finite_max(values: list[float]) -> float:
+    # NaN fails every comparison, so ``max`` over a list with NaN first is NaN.
+    finite = [v for v in values if math.isfinite(v)]
+    return max(finite) if finite else -math.inf
 
 
 def run_large_batch(
@@ -328,41 +489,54 @@ def run_large_batch(
     q: int = 100,
     num_initial: int | None = None,
     surrogate: Surrogate | None = None,
-    num_candidates: int = 2048,
-    num_local: int = 16,
+    num_candidates: int = 1000,
+    num_local: int = 8,
     num_incumbents: int = 20,
-    trust_region: bool = False,
+    trust_region: bool = True,
+    num_regions: int = 1,
     seed: int = 0,
     time_cap: float | None = None,
+    max_failed_batches: int = 3,
     progress: bool = True,
 ) -> LargeBatchTrace:
     r"""Maximise ``objective`` by large-batch Thompson sampling.
 
     Args:
         objective: Maps a ``b x d`` tensor of points in ``bounds`` to ``b`` (or
-            ``b x 1``) noisy observations; a BoTorch test function is one (its
-            noise-free values then go into the trace).
-        bounds: A ``2 x d`` tensor of the search box.
-        evaluations: Evaluations in all, the initial design included (the last
-            batch is cut to fit).
+            ``b x 1``) noisy observations (a tensor, array or list); NaN or
+            infinity marks a failed point, which is counted as evaluated but
+            not modelled. A BoTorch test function is one (its noise-free values
+            then go into the trace; build it with ``negate=True`` to minimise
+            it: the loop maximises).
+        bounds: A ``2 x d`` tensor of the search box (finite, lower < upper).
+        evaluations: Evaluations in all, the initial design and failed points
+            included (the last batch is cut to fit).
         q: Points per batch.
         num_initial: The scrambled Sobol design's size (default ``q``).
         surrogate: All data so far (in the unit cube) to a fitted model, called
             once per batch; default :func:`default_surrogate`.
         num_candidates: The shared candidate set's size.
         num_local: Perturbations each path scores around its own argmax.
-        num_incumbents: How many observed inputs of largest posterior mean
-            the candidates perturb (the trust region's centre is the first).
-        trust_region: Draw the candidates in a TuRBO-1 trust region around the
-            incumbent (its length halves after failing batches and is reset to
-            its initial value when it falls below its minimum; the data are kept).
+        num_incumbents: Without a trust region, how many observed inputs of
+            largest posterior mean the candidates perturb.
+        trust_region: Draw the candidates in a TuRBO trust region around the
+            region's incumbent (see the module's docstring); False draws them
+            from the whole box (half Sobol, half perturbations of the
+            incumbents).
+        num_regions: How many trust regions share the model and the batch
+            (each path takes its maximum over all their candidates).
         seed: Seeds the design, the candidates and the paths; torch's global
             random state is forked, so the caller's stream is left alone.
-        time_cap: Stop once the run's CPU seconds exceed this.
+        time_cap: Stop once the run's proposing CPU seconds (the objective's
+            time excluded) exceed this.
+        max_failed_batches: Stop after this many batches in a row in which
+            every point failed (each is warned).
         progress: Show a progress bar.
 
     Returns:
-        The run's :class:`LargeBatchTrace`.
+        The run's :class:`LargeBatchTrace`. If the objective (or anything else)
+        raises, the trace so far is attached to the exception as ``trace``;
+        on ``KeyboardInterrupt`` the trace so far is returned.
     """
     evaluations = checked_count(evaluations, "evaluations")
     q = checked_count(q, "q")
@@ -370,21 +544,28 @@ def run_large_batch(
         q if num_initial is None else num_initial, "num_initial"
     )
     num_candidates = checked_count(num_candidates, "num_candidates")
+    num_local = checked_count(num_local, "num_local")
     num_incumbents = checked_count(num_incumbents, "num_incumbents")
+    max_failed_batches = checked_count(max_failed_batches, "max_failed_batches")
+    num_regions = checked_count(num_regions, "num_regions")
     seed = checked_count(seed, "seed", minimum=0)
+    if not isinstance(trust_region, bool):
+        raise InputDataError(
+            f"trust_region must be True or False, got {trust_region!r}."
+        )
     if time_cap is not None:
         time_cap = checked_real(time_cap, "time_cap", positive=True)
-    if (
-        bounds.dim() != 2
-        or bounds.shape[0] != 2
-        or not bool((bounds[1] > bounds[0]).all())
-    ):
-        raise InputDataError(
-            f"bounds must be a 2 x d tensor with lower < upper; got {bounds}."
-        )
+    check_region(bounds, "bounds")
+    if not bool((bounds[1] > bounds[0]).all()):
+        raise InputDataError(f"bounds must have lower < upper; got {bounds}.")
     if evaluations < num_initial:
         raise InputDataError(
             f"evaluations ({evaluations}) must be at least num_initial ({num_initial})."
+        )
+    if surrogate is not None and not callable(surrogate):
+        raise InputDataError(
+            "surrogate must be callable (X, Y) -> model; got "
+            f"{type(surrogate).__name__}."
         )
     bounds = bounds.to(torch.double)
     d = bounds.shape[-1]
@@ -392,76 +573,193 @@ def run_large_batch(
     surrogate = default_surrogate() if surrogate is None else surrogate
     generator = torch.Generator().manual_seed(seed)
     problem = isinstance(objective, BaseTestProblem)
+    optimal = getattr(objective, "optimal_value", math.nan) if problem else math.nan
+    if problem and not getattr(objective, "negate", True):
+        warnings.warn(
+            f"{type(objective).__name__} was built with negate=False: BoTorch's "
+            "test problems are minimised, and run_large_batch maximises. Build it "
+            "with negate=True to minimise it; this run maximises it, and its "
+            "simple regret is not reported.",
+            InputDataWarning,
+            stacklevel=2,
+        )
+        optimal = math.nan
 
     def evaluate(X: Tensor) -> tuple[Tensor, list[float]]:
         x = unnormalize(X, bounds)
-        y = objective(x).reshape(-1, 1).to(X)
+        y = _observations(objective(x), X.shape[0]).to(X)
         # A test problem's noise-free values (negated as its observations).
         true = objective(x, noise=False).reshape(-1, 1) if problem else y
         return y, true.squeeze(-1).tolist()
 
+    trace = LargeBatchTrace(
+        optimal_value=float(math.nan if optimal is None else optimal),
+        initial_best=-math.inf,
+        q=q,
+        num_initial=num_initial,
+    )
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        X = draw_sobol_samples(unit, n=num_initial, q=1, seed=seed).squeeze(1)
-        Y, initial = evaluate(X)
-        if not bool(torch.isfinite(Y).all()):
-            raise InputDataError("The objective returned NaN or infinite values.")
-        optimal = getattr(objective, "optimal_value", math.nan)
-        trace = LargeBatchTrace(
-            optimal_value=float(math.nan if optimal is None else optimal),
-            initial_best=max(initial),
-            q=q,
-        )
-        state = TurboState(dim=d, batch_size=q, best_value=float(Y.max()))
-        batches = math.ceil((evaluations - num_initial) / q)
-        bar = tqdm(range(batches), desc="large-batch TS", disable=not progress)
-        for i in bar:
-            if time_cap is not None and i > 0:
-                if float(trace.cumulative_seconds[-1]) > time_cap:
-                    trace.stopped_at_cap = True
-                    break
-            b = min(q, evaluations - X.shape[0])
-            start = time.process_time()
-            model = surrogate(X, Y)
-            fitted = time.process_time()
-            incumbents = posterior_incumbents(model, X, num_incumbents)
-            if trust_region:
-                centre = incumbents[0]
-                region = trust_region_bounds(state, model, centre)
-                shared_seed = int(torch.randint(2**31 - 1, (1,), generator=generator))
-                candidates = perturbed_candidates(
-                    centre, region, num_candidates, seed=shared_seed
-                )
-            else:
-                region = unit
-                candidates = candidate_set(
-                    incumbents, unit, num_candidates, generator=generator
-                )
-            batch = thompson_batch(
-                model, candidates, b, region, num_local=num_local, generator=generator
+        try:
+            _loop(
+                trace, evaluate, surrogate, unit, evaluations, q, num_initial,
+                num_candidates, num_local, num_incumbents, trust_region,
+                num_regions, seed,
+                time_cap, max_failed_batches, generator, progress, bounds,
+            )  # fmt: skip
+        except KeyboardInterrupt:
+            warnings.warn(
+                f"Interrupted: the trace holds the {trace.num_batches} batches "
+                "evaluated so far.",
+                BotorchWarning,
+                stacklevel=2,
             )
-            done = time.process_time()
-            y, true = evaluate(batch.X)
-            trace.values.extend(true)
-            trace.batch_best.append(max(true))
-            trace.model_seconds.append(fitted - start)
-            trace.batch_seconds.append(done - fitted)
-            trace.train_size.append(X.shape[0])
-            index = getattr(model, "inducing_index", None)
-            trace.inducing_size.append(0 if index is None else int(index.numel()))
-            trace.distinct_argmaxes.append(batch.distinct_argmaxes)
-            trace.distinct_points.append(int(batch.X.unique(dim=0).shape[0]))
-            trace.X.append(unnormalize(batch.X, bounds))
-            # A failed evaluation (NaN) is dropped; the others are kept.
-            keep = torch.isfinite(y).squeeze(-1)
-            X = torch.cat([X, batch.X[keep]])
-            Y = torch.cat([Y, y[keep]])
-            if trust_region and bool(keep.any()):
-                state = update_state(state, y[keep])
-                if state.restart_triggered:
-                    state = restart_state(state, best_value=float(Y.max()))
-            bar.set_postfix(best=f"{float(trace.best_value[-1]):.4g}", n=X.shape[0])
+            trace.stopped_reason = "interrupted"
+        except Exception as e:
+            e.trace = trace  # what was done, for the caller to keep
+            e.add_note(
+                f"run_large_batch: the trace of the {trace.num_batches} batches "
+                "evaluated so far is attached to this exception as `.trace`."
+            )
+            raise
     return trace
+
+
+def _loop(
+    trace: LargeBatchTrace,
+    evaluate: Callable[[Tensor], tuple[Tensor, list[float]]],
+    surrogate: Surrogate,
+    unit: Tensor,
+    evaluations: int,
+    q: int,
+    num_initial: int,
+    num_candidates: int,
+    num_local: int,
+    num_incumbents: int,
+    trust_region: bool,
+    num_regions: int,
+    seed: int,
+    time_cap: float | None,
+    max_failed_batches: int,
+    generator: torch.Generator,
+    progress: bool,
+    bounds: Tensor,
+) -> None:
+    # The loop of ``run_large_batch``, filling ``trace`` as it goes.
+    d = unit.shape[-1]
+    X = draw_sobol_samples(unit, n=num_initial, q=1, seed=seed).squeeze(1)
+    Y, initial = evaluate(X)
+    trace.initial_best = _finite_max(initial)
+    keep = torch.isfinite(Y).squeeze(-1)
+    if not bool(keep.any()):
+        raise InputDataError(
+            f"Every point of the initial design ({num_initial} points) failed: the "
+            "objective returned NaN or infinite values."
+        )
+    X, Y = X[keep], Y[keep]
+    if float(Y.std()) <= 1e-8 * max(1.0, float(Y.abs().max())) and Y.shape[0] > 1:
+        warnings.warn(
+            f"The initial design's observations are (nearly) constant (spread "
+            f"{float(Y.std()):.3g}): the model cannot tell points apart and "
+            "its fit degrades, as SingleTaskGP's does.",
+            InputDataWarning,
+            stacklevel=3,
+        )
+    evaluated = num_initial
+    # One scrambled sequence for every candidate set of the run (scrambling
+    # a new one per batch cost more than the paths in 6 dimensions).
+    engine = SobolEngine(d, scramble=True, seed=seed)
+    engine.fast_forward(num_initial)
+    regions = TrustRegions(d, q, num_regions, engine=engine, generator=generator)
+    failed_in_a_row = 0
+    new_X, owner = X[:0], torch.zeros(0, dtype=torch.long)
+    counts = getattr(surrogate, "counts", None)
+    bar = tqdm(
+        total=evaluations,
+        initial=evaluated,
+        desc="large-batch TS",
+        disable=not progress,
+    )
+    while evaluated < evaluations:
+        if time_cap is not None and trace.num_batches > 0:
+            if float(trace.cumulative_seconds[-1]) > time_cap:
+                trace.stopped_at_cap, trace.stopped_reason = True, "time cap"
+                break
+        b = min(q, evaluations - evaluated)
+        start = time.process_time()
+        model = surrogate(X, Y)
+        fitted = time.process_time()
+        if not isinstance(model, Model):
+            raise InputDataError(
+                f"The surrogate returned {type(model).__name__}, not a BoTorch Model."
+            )
+        refitted = counts is not None and counts.last in ("built", "refit")
+        if trust_region:
+            if not regions.centres:
+                regions.start(model, X, num_candidates)
+            elif new_X.shape[0] > 0:
+                # Success: a mean better by 1% of the observations' spread.
+                tolerance = 0.01 * float(Y.std())
+                regions.update(model, new_X, owner, num_candidates, tolerance)
+            located = time.process_time()
+            candidates, region = regions.candidates(model, num_candidates)
+            owners = torch.arange(num_regions).repeat_interleave(
+                candidates.shape[0] // num_regions
+            )
+        else:
+            region = unit
+            incumbents = posterior_incumbents(model, X, num_incumbents)
+            located = time.process_time()
+            candidates = candidate_set(
+                incumbents, unit, num_candidates, generator=generator
+            )
+        batch = thompson_batch(
+            model, candidates, b, region, num_local=num_local, generator=generator
+        )
+        done = time.process_time()
+        y, true = evaluate(batch.X)
+        keep = torch.isfinite(y).squeeze(-1)
+        evaluated += b
+        trace.values.extend(
+            v if k else math.nan for v, k in zip(true, keep.tolist(), strict=True)
+        )
+        trace.batch_best.append(
+            _finite_max([v for v, k in zip(true, keep.tolist(), strict=True) if k])
+        )
+        trace.model_seconds.append(fitted - start)
+        trace.refit_seconds.append(fitted - start if refitted else 0.0)
+        trace.refitted.append(refitted)
+        trace.incumbent_seconds.append(located - fitted)
+        trace.batch_seconds.append(done - located)
+        trace.train_size.append(X.shape[0])
+        index = getattr(model, "inducing_index", None)
+        trace.inducing_size.append(0 if index is None else int(index.numel()))
+        trace.distinct_argmaxes.append(batch.distinct_argmaxes)
+        trace.distinct_points.append(int(batch.X.unique(dim=0).shape[0]))
+        trace.failed.append(int((~keep).sum()))
+        trace.region_length.append(max(regions.lengths) if trust_region else math.nan)
+        trace.restarts.append(regions.restarts)
+        trace.evaluated.append(evaluated)
+        trace.X.append(unnormalize(batch.X, bounds))
+        new_X = batch.X[keep]
+        if trust_region:
+            owner = owners[batch.argmax.cpu()][keep.cpu()]
+        X, Y = torch.cat([X, new_X]), torch.cat([Y, y[keep]])
+        bar.update(b)
+        bar.set_postfix(best=f"{float(trace.best_value[-1]):.4g}", n=X.shape[0])
+        failed_in_a_row = 0 if bool(keep.any()) else failed_in_a_row + 1
+        if failed_in_a_row > 0:
+            warnings.warn(
+                f"Every point of batch {trace.num_batches} failed (NaN or infinite "
+                f"observations); {failed_in_a_row} such batch(es) in a row, the "
+                f"run stops after {max_failed_batches}.",
+                FailedBatchWarning,
+                stacklevel=3,
+            )
+            if failed_in_a_row >= max_failed_batches:
+                trace.stopped_reason = "failed batches"
+                break
+    bar.close()
 
 
 def plot_large_batch(

@@ -55,6 +55,7 @@ from botorch.sampling.pathwise import draw_matheron_paths
 from botorch.utils.sampling import draw_sobol_samples
 from gpytorch.kernels import Kernel
 from torch import Tensor
+from torch.quasirandom import SobolEngine
 
 from botorch_sketch.checks import checked_count, checked_optional_count
 
@@ -308,6 +309,7 @@ def perturbed_candidates(
     bounds: Tensor,
     num_candidates: int,
     seed: int | None = None,
+    engine: SobolEngine | None = None,
 ) -> Tensor:
     r"""TuRBO's candidate set: the centre with a random subset of coordinates moved.
 
@@ -322,12 +324,21 @@ def perturbed_candidates(
         num_candidates: The number ``N`` of candidates.
         seed: Seeds the Sobol sample and the mask (None: from torch's global
             random state).
+        engine: A scrambled ``SobolEngine`` of dimension ``d`` to draw the
+            sample from (its sequence continues from call to call), instead of
+            scrambling a new one (which costs more than drawing thousands of
+            points) each call; ``seed`` then seeds the mask only.
 
     Returns:
         A ``N x d`` tensor.
     """
     d = X_center.shape[-1]
-    sobol = draw_sobol_samples(bounds, n=num_candidates, q=1, seed=seed).squeeze(1)
+    if engine is None:
+        sobol = draw_sobol_samples(bounds, n=num_candidates, q=1, seed=seed)
+        sobol = sobol.squeeze(1)
+    else:
+        unit = engine.draw(num_candidates, dtype=bounds.dtype).to(bounds)
+        sobol = bounds[0] + (bounds[1] - bounds[0]) * unit
     g = None if seed is None else torch.Generator().manual_seed(seed)
     mask = torch.rand(num_candidates, d, generator=g) <= min(1.0, 20.0 / d)
     empty = ~mask.any(-1)

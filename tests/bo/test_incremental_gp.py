@@ -276,9 +276,9 @@ def test_refit_due_foretells_the_scheduled_refits(monkeypatch):
     same_rows = []
     original = IncrementalGP._warm_start
 
-    def spy(model, previous, same):
+    def spy(model, previous, same, **kwargs):
         same_rows.append(same)
-        return original(model, previous, same)
+        return original(model, previous, same, **kwargs)
 
     monkeypatch.setattr(IncrementalGP, "_warm_start", staticmethod(spy))
     surrogate(X, 2 * _f(X) + noise[: len(X)])
@@ -322,3 +322,93 @@ def test_a_kernel_in_model_kwargs_is_copied_for_each_model():
     # Each fitted its own hyperparameters; the template kept its own.
     assert not torch.allclose(a.covar_module.lengthscale, initial)
     assert torch.equal(template.lengthscale.detach(), initial)
+
+
+def _surprise_surrogate(**kwargs):
+    return IncrementalGP(
+        refit_every=1000,
+        drift_tolerance=None,
+        surprise_tolerance=4.0,
+        surprise_growth=0.0,
+        generator=torch.Generator().manual_seed(0),
+        **kwargs,
+    )
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_refit_comes_when_new_data_disagree_and_not_otherwise(seed):
+    # Draws of the same function and noise agree with the fitted
+    # hyperparameters: conditioned, never refitted. The same inputs with ten
+    # times the noise, or with the noise gone, disagree: refitted. The new
+    # inputs lie next to old ones, where the noise dominates the predictive
+    # variance, so that a noise-free batch is visibly too good.
+    g = torch.Generator().manual_seed(seed)
+    X = torch.rand(200, 3, generator=g, dtype=torch.double)
+    noise = 0.05 * torch.randn(200, 1, generator=g, dtype=torch.double)
+    step = 0.01 * torch.randn(100, 3, generator=g, dtype=torch.double)
+    new_X = (X[:100] + step).clamp(0, 1)
+    new_noise = 0.05 * torch.randn(100, 1, generator=g, dtype=torch.double)
+    agree = _surprise_surrogate()
+    agree(X, _f(X) + noise)
+    all_X = torch.cat([X, new_X])
+    agree(all_X, torch.cat([_f(X) + noise, _f(new_X) + new_noise]))
+    assert agree.counts.last == "conditioned"
+    assert abs(agree.counts.last_surprise) < 4.0
+    for factor in (10.0, 0.0):
+        disagree = _surprise_surrogate()
+        disagree(X, _f(X) + noise)
+        disagree(all_X, torch.cat([_f(X) + noise, _f(new_X) + factor * new_noise]))
+        assert disagree.counts.last == "refit"
+        assert disagree.counts.last_reason == "surprise"
+        assert abs(disagree.counts.last_surprise) > 4.0
+
+
+def test_surprise_waits_for_the_data_to_grow():
+    X = torch.rand(100, 3, generator=torch.Generator().manual_seed(0)).double()
+    new_X = torch.rand(5, 3, generator=torch.Generator().manual_seed(1)).double()
+    surrogate = _surprise_surrogate()
+    surrogate.surprise_growth = 0.1
+    surrogate(X, _f(X))
+    surrogate(torch.cat([X, new_X]), torch.cat([_f(X), _f(new_X) + 100.0]))
+    # 5% more data: not tested, conditioned.
+    assert surrogate.counts.last == "conditioned"
+    assert surrogate.counts.last_surprise != surrogate.counts.last_surprise  # NaN
+
+
+def test_hyperparameters_fitted_on_a_bounded_subset(monkeypatch):
+    from botorch_sketch.bo import incremental_gp
+
+    g = torch.Generator().manual_seed(0)
+    X = torch.rand(400, 3, generator=g, dtype=torch.double)
+    Y = _f(X) + 0.05 * torch.randn(400, 1, generator=g, dtype=torch.double)
+    sizes = []
+    original = incremental_gp.fitting_subset
+
+    def spy(model, model_class, rows=None):
+        sizes.append((model.train_X.shape[0], rows.numel(), rows.unique().numel()))
+        # The newest third is always in the fit.
+        assert set(range(400 - 40, 400)) <= set(rows.tolist())
+        return original(model, model_class, rows=rows)
+
+    monkeypatch.setattr(incremental_gp, "fitting_subset", spy)
+    surrogate = IncrementalGP(
+        hyperparameter_subset=120,
+        max_inducing=50,
+        fit_kwargs={"optimizer_kwargs": {"options": {"maxiter": 20}}},
+    )
+    model = surrogate(X, Y)
+    assert sizes == [(400, 120, 120)]
+    assert model.inducing_index.numel() <= 50
+    # The model's posterior uses all 400 observations.
+    assert model.train_X.shape[0] == 400
+    # With fewer rows than the subset the model fits as NystromGP does.
+    small = IncrementalGP(hyperparameter_subset=500)
+    small(X, Y)
+    assert len(sizes) == 1
+
+
+def test_grow_between_refits_must_be_a_bool():
+    with pytest.raises(InputDataError, match="grow_between_refits"):
+        IncrementalGP(grow_between_refits="no")
+    with pytest.raises(InputDataError, match="surprise_tolerance"):
+        IncrementalGP(surprise_tolerance=float("nan"))

@@ -149,3 +149,299 @@ def test_bad_input_is_named():
         run_large_batch(
             lambda x: torch.full((x.shape[0],), math.nan), problem.bounds, 10, q=5
         )
+
+
+# ---------------------------------------------------------------- issue 44
+
+
+def test_path_values_equal_the_paths_at_shared_points():
+    from botorch.sampling.pathwise import draw_matheron_paths
+
+    from botorch_sketch.bo.sampling import path_values
+
+    X, Y = _data(n=80)
+    C = torch.rand(300, 3, generator=torch.Generator().manual_seed(4)).double()
+    for model in (IncrementalGP(max_inducing=30)(X, Y), SingleTaskGP(X, Y)):
+        torch.manual_seed(0)
+        paths = draw_matheron_paths(model, sample_shape=torch.Size([7]))
+        with torch.no_grad():
+            expected = paths(C).squeeze(-1)
+            values = path_values(paths, C)
+        assert values.shape == (7, 300)
+        assert torch.allclose(values, expected, atol=1e-9, rtol=1e-9)
+
+
+def test_trust_region_candidates_stay_in_the_region_and_move_few_coordinates():
+    from torch.quasirandom import SobolEngine
+
+    from botorch_sketch.bo.trust_region import perturbed_candidates
+
+    d = 60
+    centre = torch.full((d,), 0.5, dtype=torch.double)
+    region = torch.stack([centre - 0.1, centre + 0.1])
+    engine = SobolEngine(d, scramble=True, seed=0)
+    C = perturbed_candidates(centre, region, 4000, seed=1, engine=engine)
+    assert bool(((C >= region[0]) & (C <= region[1])).all())
+    moved = (C != centre).double().mean()
+    # Each coordinate moves with probability min(1, 20 / d) = 1/3.
+    assert abs(float(moved) - 20 / d) < 0.02
+    assert bool((C != centre).any(-1).all())
+    # The engine's sequence goes on: the next draw differs.
+    again = perturbed_candidates(centre, region, 4000, seed=1, engine=engine)
+    assert not torch.equal(C, again)
+
+
+def test_restarts_keep_every_observation():
+    # A region that collapses at once (length_min above the initial length
+    # is refused, so a tiny failure tolerance is forced by a flat objective):
+    # every evaluated finite point stays in the model's data.
+    problem = Hartmann(dim=6, negate=True)
+    seen = []
+
+    class Recording(IncrementalGP):
+        def __call__(self, X, Y, Yvar=None):
+            seen.append(X.shape[0])
+            return super().__call__(X, Y, Yvar)
+
+    def flat(x):
+        return torch.zeros(x.shape[0], dtype=torch.double) + 1e-3 * x[:, 0]
+
+    trace = run_large_batch(
+        flat,
+        problem.bounds,
+        evaluations=20 * 12,
+        q=20,
+        surrogate=Recording(max_inducing=30, refit_every=5),
+        num_candidates=200,
+        progress=False,
+    )
+    assert trace.restarts[-1] >= 1
+    # The model is called with every observation so far, restarts included.
+    assert seen == [20 * (i + 1) for i in range(11)]
+    # A restart starts a new region of TuRBO's initial length at once.
+    first = trace.restarts.index(1)
+    assert trace.region_length[first] == 0.8
+    assert trace.region_length[first - 1] < 0.8
+
+
+def test_the_default_loop_reports_its_cost_breakdown():
+    problem = Hartmann(dim=6, noise_std=0.1, negate=True)
+    trace = run_large_batch(
+        problem,
+        problem.bounds,
+        evaluations=400,
+        q=50,
+        num_candidates=300,
+        progress=False,
+    )
+    assert trace.num_batches == 7
+    assert trace.refitted[0]  # the first build
+    assert len(trace.refit_seconds) == len(trace.incumbent_seconds) == 7
+    pairs = zip(trace.refit_seconds, trace.model_seconds, strict=True)
+    assert all(r <= m for r, m in pairs)
+    seconds = trace.iteration_seconds
+    parts = (
+        torch.tensor(trace.model_seconds)
+        + torch.tensor(trace.incumbent_seconds)
+        + torch.tensor(trace.batch_seconds)
+    )
+    assert torch.allclose(seconds, parts.double())
+    assert "evaluations" in trace.summary() and "refits" in trace.summary()
+    assert trace.distinct_points == [50] * 7
+
+
+# ------------------------------------------------- issue 46, the large-batch loop
+
+
+def _tiny(objective=None, **kwargs):
+    problem = Hartmann(dim=6, negate=True)
+    options = dict(evaluations=30, q=10, num_candidates=64, progress=False)
+    options.update(kwargs)
+    surrogate = options.pop("surrogate", IncrementalGP(max_inducing=15))
+    return run_large_batch(
+        problem if objective is None else objective,
+        problem.bounds,
+        surrogate=surrogate,
+        **options,
+    )
+
+
+def test_a_nan_first_in_a_batch_does_not_poison_the_best_value():
+    calls = []
+
+    def objective(x):
+        calls.append(x.shape[0])
+        y = -((x - 0.5) ** 2).sum(-1)
+        if len(calls) > 1:
+            y[0] = math.nan
+            y[1] = math.inf  # a failure too, never the best
+        return y
+
+    trace = _tiny(objective)
+    assert bool(torch.isfinite(trace.best_value).all())
+    assert float(trace.best_value[-1]) < 0
+    assert trace.failed == [2, 2]
+    assert math.isnan(trace.values[10]) and math.isnan(trace.values[11])
+
+
+def test_failed_points_count_as_evaluations():
+    def objective(x):
+        y = -((x - 0.5) ** 2).sum(-1)
+        y[::3] = math.nan
+        return y
+
+    seen = []
+    trace = _tiny(objective, evaluations=35, q=10, num_initial=10)
+    seen.append(sum(len(x) for x in trace.X) + 10)
+    assert seen == [35]
+    assert trace.evaluations.tolist() == [20.0, 30.0, 35.0]
+
+
+def test_a_run_whose_batches_all_fail_warns_then_stops():
+    from botorch_sketch.bo.large_batch import FailedBatchWarning
+
+    calls = []
+
+    def objective(x):
+        calls.append(x.shape[0])
+        y = -((x - 0.5) ** 2).sum(-1)
+        return y if len(calls) == 1 else torch.full_like(y, math.nan)
+
+    with pytest.warns(FailedBatchWarning, match="Every point of batch"):
+        trace = _tiny(objective, evaluations=200, max_failed_batches=2)
+    assert trace.num_batches == 2
+    assert trace.stopped_reason == "failed batches"
+    assert sum(calls) == 30
+
+
+def test_bounds_and_regions_are_checked():
+    problem = Hartmann(dim=6, negate=True)
+    infinite = problem.bounds.clone()
+    infinite[1, 0] = math.inf
+    with pytest.raises(InputDataError, match="finite"):
+        run_large_batch(problem, infinite, evaluations=10, q=5)
+    X, Y = _data()
+    model = IncrementalGP()(X, Y)
+    unit = torch.tensor([[0.0] * 3, [1.0] * 3], dtype=torch.double)
+    candidates = torch.rand(10, 3, dtype=torch.double)
+    with pytest.raises(InputDataError, match="lower <= upper"):
+        thompson_batch(model, candidates, 4, unit.flip(0))
+    with pytest.raises(InputDataError, match="local_scale"):
+        thompson_batch(model, candidates, 4, unit, local_scale=math.nan)
+    with pytest.raises(InputDataError, match="non-empty"):
+        thompson_batch(model, candidates[:0], 4, unit)
+    with pytest.raises(InputDataError, match="incumbents"):
+        candidate_set(X[:0], unit, 10)
+    with pytest.raises(InputDataError, match="scale"):
+        candidate_set(X[:2], unit, 10, scale=math.nan)
+    with pytest.raises(InputDataError, match="lower <= upper"):
+        candidate_set(X[:2], unit.flip(0), 10)
+
+
+def test_a_batch_at_a_corner_is_distinct():
+    # Every path's argmax is the corner; perturbations reflected, not clipped.
+    X, Y = _data()
+    model = SingleTaskGP(X, -((X - 1.0) ** 2).sum(-1, keepdim=True))
+    unit = torch.tensor([[0.0] * 3, [1.0] * 3], dtype=torch.double)
+    corner = torch.ones(1, 3, dtype=torch.double)
+    torch.manual_seed(0)
+    batch = thompson_batch(model, corner, 100, unit)
+    assert batch.X.unique(dim=0).shape[0] == 100
+    assert bool(((batch.X >= 0) & (batch.X <= 1)).all())
+
+
+def test_an_exception_in_the_objective_keeps_the_trace():
+    calls = []
+
+    def objective(x):
+        calls.append(1)
+        if len(calls) == 3:
+            raise RuntimeError("simulator crashed")
+        return -((x - 0.5) ** 2).sum(-1)
+
+    with pytest.raises(RuntimeError, match="simulator crashed") as info:
+        _tiny(objective, evaluations=100)
+    assert info.value.trace.num_batches == 1
+
+    def interrupted(x):
+        calls.append(1)
+        if len(calls) == 6:
+            raise KeyboardInterrupt
+        return -((x - 0.5) ** 2).sum(-1)
+
+    with pytest.warns(Warning, match="Interrupted"):
+        trace = _tiny(interrupted, evaluations=100)
+    assert trace.stopped_reason == "interrupted"
+    assert trace.num_batches == 1
+
+
+def test_a_minimisation_problem_is_named():
+    from botorch.exceptions.warnings import InputDataWarning
+
+    problem = Hartmann(dim=6)  # negate=False: BoTorch minimises it
+    with pytest.warns(InputDataWarning, match="negate=True"):
+        trace = run_large_batch(
+            problem,
+            problem.bounds,
+            evaluations=20,
+            q=10,
+            num_candidates=64,
+            surrogate=IncrementalGP(max_inducing=15),
+            progress=False,
+        )
+    assert math.isnan(trace.optimal_value)
+    assert bool(torch.isnan(trace.simple_regret).all())
+
+
+@pytest.mark.parametrize(
+    "output",
+    [
+        lambda x: (-((x - 0.5) ** 2).sum(-1)).numpy(),
+        lambda x: (-((x - 0.5) ** 2).sum(-1)).tolist(),
+    ],
+)
+def test_arrays_and_lists_are_observations(output):
+    trace = _tiny(output, evaluations=20)
+    assert trace.num_batches == 1
+
+
+@pytest.mark.parametrize(
+    "output, match",
+    [
+        (lambda x: 1.0, r"shape \(\) for 10 points"),
+        (lambda x: torch.zeros(x.shape[0], 2), r"shape \(10, 2\)"),
+        (lambda x: "bad", "str"),
+    ],
+)
+def test_wrong_objective_outputs_are_named(output, match):
+    with pytest.raises(InputDataError, match=match):
+        _tiny(output)
+
+
+def test_counts_and_surrogates_are_checked_before_any_evaluation():
+    calls = []
+
+    def objective(x):
+        calls.append(1)
+        return -((x - 0.5) ** 2).sum(-1)
+
+    for kwargs, match in [
+        ({"num_local": 0}, "num_local"),
+        ({"num_candidates": -1}, "num_candidates"),
+        ({"num_incumbents": 0}, "num_incumbents"),
+        ({"max_failed_batches": 0}, "max_failed_batches"),
+        ({"trust_region": "yes"}, "trust_region"),
+        ({"surrogate": 3}, "surrogate"),
+    ]:
+        with pytest.raises(InputDataError, match=match):
+            _tiny(objective, **kwargs)
+    assert calls == []
+    with pytest.raises(InputDataError, match="not a BoTorch Model"):
+        _tiny(objective, surrogate=lambda X, Y: None)
+
+
+def test_nearly_constant_observations_are_warned():
+    from botorch.exceptions.warnings import InputDataWarning
+
+    with pytest.warns(InputDataWarning, match="nearly"):
+        _tiny(lambda x: 1.0 + 1e-12 * x[:, 0], evaluations=20)

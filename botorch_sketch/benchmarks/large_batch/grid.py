@@ -34,7 +34,7 @@ HEADLINE_PROBLEMS = ["Hartmann-6", "Ackley-20", "rover-60", "Levy-100"]
 HEADLINE_CAPS: dict[str, float | None] = {
     SKETCH: 1800.0,
     TURBO_ENN: 1800.0,
-    TURBO_ONE: 150.0,
+    TURBO_ONE: 100.0,
     CMA_ES: 1800.0,
     SOBOL: None,
     EXACT: 150.0,

@@ -350,7 +350,9 @@ def _limit(model: Model) -> int | None:
     return subset_limit(model.fit_subset_size, automatic, fixed_noise, transform)
 
 
-def fitting_subset(model: Model, model_class: type[Model]) -> Model:
+def fitting_subset(
+    model: Model, model_class: type[Model], rows: Tensor | None = None
+) -> Model:
     r"""A model of ``model``'s hyperparameter rows that shares its modules.
 
     Its kernel, mean and likelihood are ``model``'s (fitting it fits them), its
@@ -360,6 +362,8 @@ def fitting_subset(model: Model, model_class: type[Model]) -> Model:
     Args:
         model: A ``NystromGP`` without statistics of other data.
         model_class: The class to build (``NystromGP``).
+        rows: The rows to fit on, a 1-d long tensor into the model's data
+            (None: :func:`fit_rows`, the model's own subset).
 
     Returns:
         The subset's model.
@@ -367,7 +371,8 @@ def fitting_subset(model: Model, model_class: type[Model]) -> Model:
     check_subset_fit(
         model.train_Yvar is not None, getattr(model, "input_transform", None)
     )
-    rows, rule = fit_rows(model), model.inducing_rule
+    rows = fit_rows(model) if rows is None else rows
+    rule = model.inducing_rule
     if rule is None or isinstance(rule, FixedSelector):
         rule = model.inducing_points  # fixed rows number the model's data
     subset = model_class(

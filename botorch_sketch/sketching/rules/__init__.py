@@ -29,6 +29,7 @@ from botorch_sketch.sketching.rules.selection import (
 from botorch_sketch.sketching.rules.subset import (
     GradientDiversitySubset,
     GreedyVarianceSubset,
+    NeighbourhoodSubset,
     RandomSubset,
 )
 
@@ -41,6 +42,7 @@ __all__ = [
     "GreedyVarianceSubset",
     "InducingSetCapWarning",
     "KORS",
+    "NeighbourhoodSubset",
     "RandomRule",
     "RandomSubset",
     "RidgeLeverageSampler",

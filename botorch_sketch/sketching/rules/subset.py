@@ -16,6 +16,11 @@ per-observation *gradient vectors* (``N x p``, computed by the model, see
 - :class:`GreedyVarianceSubset`: greedy maximum residual kernel variance given
   the forced points (pivoted Cholesky; the greedy Nystrom rule the paper's
   appendix relates GSS to), in ``O(N M (M + d))``.
+- :class:`NeighbourhoodSubset`: the forced observations, the nearest to the
+  best-scored one and a uniform sample of the rest, in ``O(N d)``: the rows a
+  carried model's hyperparameters are refitted on in a long BO loop
+  (:class:`~botorch_sketch.bo.IncrementalGP`), so that the fit's cost is
+  bounded whatever ``N`` and describes the function where the search is.
 
 References:
 
@@ -155,8 +160,81 @@ class GreedyVarianceSubset(GreedyVarianceSelector):
         self.generator = generator
 
 
+class NeighbourhoodSubset(SelectionRule):
+    r"""The forced rows, the nearest to the best, then a uniform sample.
+
+    A long BO loop's hyperparameters must describe the function where the
+    search is and cost the same at ``N = 10^3`` and ``10^5``. The forced rows
+    (the caller's newest observations) come first; then ``local_fraction`` of
+    the remaining room goes to the free rows nearest (in the inputs' Euclidean
+    distance) to the row of largest score (the best observation), and the rest
+    to a uniform sample of the others, which keeps the global scale in the fit.
+    """
+
+    depends_on_hyperparameters = False
+
+    def __init__(
+        self, local_fraction: float = 0.5, generator: torch.Generator | None = None
+    ) -> None:
+        r"""Configure the rule.
+
+        Args:
+            local_fraction: The share of the free room given to the best row's
+                nearest neighbours, in ``[0, 1]``.
+            generator: The generator of the uniform sample.
+        """
+        super().__init__(generator=generator)
+        if not 0.0 <= local_fraction <= 1.0:
+            raise InputDataError(
+                f"local_fraction must lie in [0, 1], got {local_fraction}."
+            )
+        self.local_fraction = float(local_fraction)
+
+    def select(
+        self,
+        candidates: Candidates,
+        size: int | None = None,
+        *,
+        current: Tensor | None = None,
+        forced: Tensor | None = None,
+    ) -> Tensor:
+        r"""Choose the forced rows, the best row's neighbours, then uniformly.
+
+        Args:
+            candidates: The ``N`` observations with their ``N x d`` inputs ``X``
+                and ``N`` ``scores`` (the observations, larger is better).
+            size: ``M``, the subset size (required).
+            current: Not used.
+            forced: Indices that must be chosen (e.g. the newest rows).
+
+        Returns:
+            A 1-d long tensor of ``size`` distinct indices: the forced ones, the
+            neighbours nearest first, then the uniform sample.
+        """
+        n, size, forced = self._request(candidates, size, forced)
+        candidates.require(self, "X", "scores")
+        X, scores = candidates.X, candidates.scores
+        if X.shape[0] != n or scores.shape != (n,):
+            raise InputDataError(
+                f"{type(self).__name__} needs a {n} x d tensor X and {n} scores."
+            )
+        free = free_mask(n, forced)
+        room = size - forced.numel()
+        num_local = min(room, round(self.local_fraction * room))
+        local = forced[:0]
+        if num_local > 0:
+            best = X[scores.argmax()]
+            distance = (X - best).square().sum(-1).masked_fill(~free, float("inf"))
+            local = distance.topk(num_local, largest=False).indices
+            free[local] = False
+        rest = free.nonzero().squeeze(-1)
+        pick = rest[self._permutation(rest.numel(), rest)[: room - num_local]]
+        return torch.cat([forced, local, pick])
+
+
 __all__ = [
     "GradientDiversitySubset",
     "GreedyVarianceSubset",
+    "NeighbourhoodSubset",
     "RandomSubset",
 ]

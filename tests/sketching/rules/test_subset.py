@@ -162,3 +162,30 @@ def test_bad_requests_name_the_problem():
     for noise_std in (-1.0, float("nan"), float("inf")):  # NaN passed ``< 0``
         with pytest.raises(InputDataError, match="noise_std must be finite"):
             GradientDiversitySubset(noise_std=noise_std)
+
+
+def test_neighbourhood_subset_forced_then_nearest_then_uniform():
+    from botorch_sketch.sketching.rules import NeighbourhoodSubset
+
+    g = torch.Generator().manual_seed(0)
+    X = torch.rand(500, 4, generator=g, dtype=torch.double)
+    scores = -(X - 0.8).square().sum(-1)
+    forced = torch.arange(490, 500)
+    rule = NeighbourhoodSubset(local_fraction=0.5, generator=g)
+    rows = rule.select(Candidates(X=X, scores=scores), 60, forced=forced)
+    assert rows.numel() == rows.unique().numel() == 60
+    assert torch.equal(rows[:10], forced)
+    best = X[scores.argmax()]
+    distance = (X - best).norm(dim=-1)
+    # The 25 after the forced ones are the nearest free rows to the best row.
+    free = torch.ones(500, dtype=torch.bool)
+    free[forced] = False
+    nearest = distance.masked_fill(~free, float("inf")).topk(25, largest=False)
+    assert set(rows[10:35].tolist()) == set(nearest.indices.tolist())
+    # The rest are uniform among the others: all farther, and spread out.
+    assert float(distance[rows[35:]].min()) >= float(nearest.values.max())
+    assert float(distance[rows[35:]].median()) > 1.5 * float(nearest.values.max())
+    with pytest.raises(InputDataError, match="scores"):
+        rule.select(Candidates(X=X), 60)
+    with pytest.raises(InputDataError, match="local_fraction"):
+        NeighbourhoodSubset(local_fraction=1.5)

@@ -1,0 +1,182 @@
+#!/usr/bin/env python3
+r"""Several TuRBO trust regions over one carried global model.
+
+TuRBO-m [Eriksson2019scalable]_ runs ``m`` trust regions, each with its own
+local GP, and lets Thompson sampling share the batch among them: every path
+takes its maximum over the union of the regions' candidates, so a region that
+looks better gets more points. Here every region reads the same global model
+(which keeps every observation), so a region costs only its candidates:
+
+- a region's centre is its incumbent, the point of largest posterior mean among
+  its centre and the points it was given, re-read each batch under the current
+  model; success and failure are read from the same means (with noise, the best
+  observation of a batch is mostly its luckiest draw);
+- its box follows the model's lengthscales (:func:`trust_region_bounds`) and
+  its candidates move a random subset of coordinates
+  (:func:`perturbed_candidates`);
+- a collapsed region restarts at once, where one global Thompson sample peaks
+  among points outside every collapsed region's initial box (a restart at the
+  best posterior mean would climb the hill it just left); the data are kept.
+
+References:
+
+.. [Eriksson2019scalable]
+    D. Eriksson, M. Pearce, J. Gardner, R. D. Turner, M. Poloczek. Scalable
+    global optimization via local Bayesian optimization. NeurIPS 2019.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import torch
+from botorch.models.model import Model
+from botorch.sampling.pathwise import draw_matheron_paths
+from torch import Tensor
+from torch.quasirandom import SobolEngine
+
+from botorch_sketch.bo.sampling import path_values, posterior_means
+from botorch_sketch.bo.trust_region import (
+    TurboState,
+    lengthscale_weights,
+    perturbed_candidates,
+    restart_state,
+    trust_region_bounds,
+    update_state,
+)
+from botorch_sketch.checks import checked_count
+
+
+class TrustRegions:
+    r"""``num_regions`` TuRBO regions sharing one model and one batch."""
+
+    def __init__(
+        self,
+        dim: int,
+        batch_size: int,
+        num_regions: int = 1,
+        engine: SobolEngine | None = None,
+        generator: torch.Generator | None = None,
+    ) -> None:
+        r"""Configure the regions; their centres are set by :meth:`start`.
+
+        Args:
+            dim: The input dimension ``d`` (inputs in the unit cube).
+            batch_size: Points per batch ``q`` (TuRBO's failure tolerance).
+            num_regions: How many regions share the batch.
+            engine: The scrambled Sobol sequence of every candidate set.
+            generator: Seeds the candidates' coordinate masks.
+        """
+        self.dim = checked_count(dim, "dim")
+        self.num_regions = checked_count(num_regions, "num_regions")
+        state = TurboState(dim=self.dim, batch_size=batch_size)
+        self.states = [state] * self.num_regions
+        self.centres: list[Tensor] = []
+        self.collapsed: list[Tensor] = []
+        self.restarts = 0
+        self.engine = engine or SobolEngine(self.dim, scramble=True)
+        self.generator = generator
+
+    @property
+    def lengths(self) -> list[float]:
+        r"""The regions' lengths."""
+        return [state.length for state in self.states]
+
+    def start(self, model: Model, X: Tensor, num_candidates: int) -> None:
+        r"""Centre the first region at the best posterior mean, the others apart.
+
+        Args:
+            model: The fitted model of ``X``.
+            X: A ``n x d`` tensor of the observed inputs.
+            num_candidates: The global candidates the other centres are
+                chosen among.
+        """
+        means = posterior_means(model, X)
+        self.centres = [X[means.argmax()]]
+        for _ in range(1, self.num_regions):
+            self.centres.append(
+                self._global_peak(model, num_candidates, self.centres, self.states[0])
+            )
+
+    def candidates(self, model: Model, num_candidates: int) -> tuple[Tensor, Tensor]:
+        r"""Every region's candidates, and each candidate's box.
+
+        Args:
+            model: The fitted model (its lengthscales shape the boxes).
+            num_candidates: Candidates in all, shared equally.
+
+        Returns:
+            A ``N x d`` tensor of candidates and a ``2 x N x d`` tensor of
+            their regions' boxes.
+        """
+        per = max(1, num_candidates // self.num_regions)
+        points, boxes = [], []
+        for state, centre in zip(self.states, self.centres, strict=True):
+            box = trust_region_bounds(state, model, centre)
+            seed = int(torch.randint(2**31 - 1, (1,), generator=self.generator))
+            points.append(
+                perturbed_candidates(centre, box, per, seed=seed, engine=self.engine)
+            )
+            boxes.append(box.unsqueeze(1).expand(2, per, self.dim))
+        return torch.cat(points), torch.cat(boxes, dim=1)
+
+    def update(
+        self,
+        model: Model,
+        new_X: Tensor,
+        owner: Tensor,
+        num_candidates: int,
+        tolerance: float = 0.0,
+    ) -> None:
+        r"""Read each region's new points under the updated model; restart.
+
+        Args:
+            model: The model of every observation, the new ones included.
+            new_X: A ``b x d`` tensor of the batch's finite points.
+            owner: A ``b`` long tensor: the region each point came from.
+            num_candidates: The global candidates a restart chooses among.
+            tolerance: A batch succeeds when its best mean beats the centre's
+                by more than this (and TuRBO's ``1e-3 |best|``): means of new
+                points next to the centre differ from its own by a little
+                almost always, and a region that counted those as successes
+                never shrank.
+        """
+        for k in range(self.num_regions):
+            mine = new_X[owner == k]
+            if mine.shape[0] == 0:
+                continue
+            means = posterior_means(model, torch.cat([self.centres[k][None], mine]))
+            state = dataclasses.replace(
+                self.states[k], best_value=float(means[0]) + tolerance
+            )
+            self.states[k] = update_state(state, means[1:].unsqueeze(-1))
+            best = int(means.argmax())  # the centre moves to any better mean
+            if best > 0:
+                self.centres[k] = mine[best - 1]
+            if self.states[k].restart_triggered:
+                self.collapsed.append(self.centres[k])
+                self.states[k] = restart_state(self.states[k])
+                avoid = self.collapsed + self.centres[:k] + self.centres[k + 1 :]
+                self.centres[k] = self._global_peak(
+                    model, num_candidates, avoid, self.states[k]
+                )
+                self.restarts += 1
+
+    def _global_peak(
+        self, model: Model, num_candidates: int, avoid: list[Tensor], state: TurboState
+    ) -> Tensor:
+        # One Thompson path's argmax over global candidates outside the
+        # initial boxes around ``avoid`` (all of them if none is outside).
+        candidates = self.engine.draw(num_candidates, dtype=torch.double)
+        candidates = candidates.to(self.centres[0] if self.centres else candidates)
+        half = 0.5 * state.length * lengthscale_weights(model, self.dim)
+        half = half.to(candidates)
+        inside = torch.zeros(candidates.shape[0], dtype=torch.bool)
+        for centre in avoid:
+            inside |= ((candidates - centre).abs() <= half).all(-1).cpu()
+        if not bool(inside.all()):
+            candidates = candidates[~inside.to(candidates.device)]
+        paths = draw_matheron_paths(model, sample_shape=torch.Size([1]))
+        with torch.no_grad():
+            values = path_values(paths, candidates)[0]
+        return candidates[values.argmax()]
