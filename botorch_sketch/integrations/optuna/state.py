@@ -264,8 +264,10 @@ class _CarriedModels:
             return None
         try:
             stored = json.loads("".join(chunks))
-        except json.JSONDecodeError as e:
-            _warn_ignored(name, f"they are not JSON ({e})")
+        except (ValueError, RecursionError) as e:
+            # RecursionError: arrays nested too deeply for the parser.
+            reason = str(e)[:100] or type(e).__name__
+            _warn_ignored(name, f"they are not JSON the sampler reads ({reason})")
             return None
         if not isinstance(stored, dict):
             _warn_ignored(name, f"they are a JSON {type(stored).__name__}, not object")
@@ -434,6 +436,12 @@ def _warn_ignored(name: str, problem: str) -> None:
 
 def _is_numeric(value: Any) -> bool:
     r"""Whether ``value`` is a number or a (nested) list of numbers."""
-    if isinstance(value, list):
-        return all(_is_numeric(v) for v in value)
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+    # Iterative: a list nested as deep as the parser allows is no error here.
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, bool) or not isinstance(item, (int, float)):
+            return False
+    return True

@@ -207,8 +207,18 @@ def test_implausible_stored_hyperparameters_are_ignored_with_a_warning(
         lambda s: {**s, "parameters": {**s["parameters"], NOISE: [0.1, 0.2, 0.3]}},
         lambda s: {**s, "parameters": {**s["parameters"], NOISE: None}},
         lambda s: '{"space": [',
+        lambda s: '{"space": ' + "[" * 100_000 + "]" * 100_000 + "}",
     ],
-    ids=["list", "parameters-list", "string", "ragged", "shape", "null", "truncated"],
+    ids=[
+        "list",
+        "parameters-list",
+        "string",
+        "ragged",
+        "shape",
+        "null",
+        "truncated",
+        "nested",
+    ],
 )
 def test_wrong_shaped_stored_hyperparameters_do_not_stop_the_study(edit):
     storage, study = _study_with_stored_hyperparameters()
