@@ -28,6 +28,7 @@ import torch
 from botorch_sketch.benchmarks import (
     bandits,
     bo,
+    catalogue,
     contextual,
     default_fit,
     demo,
@@ -347,16 +348,29 @@ def _device(parser: argparse.ArgumentParser, args: argparse.Namespace) -> torch.
 
 def main(argv: list[str] | None = None) -> int:
     r"""Run one benchmark or all of them, print the tables and write them."""
-    parser = argparse.ArgumentParser(prog="python -m botorch_sketch.benchmarks")
-    parser.add_argument("benchmark", nargs="?", choices=[*BENCHMARKS, "all"])
+    parser = argparse.ArgumentParser(
+        prog="python -m botorch_sketch.benchmarks",
+        description="Run a benchmark on a budget and write its report to --out.",
+        epilog=catalogue.help_epilog(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "benchmark",
+        nargs="?",
+        choices=[*BENCHMARKS, "all"],
+        metavar="NAME",
+        help="a benchmark (listed below), or all; all of them without a name",
+    )
     parser.add_argument(
         "--budget",
         choices=list(
             dict.fromkeys(["small", "large", *(b for v in EXTRA.values() for b in v)])
         ),
         default="small",
-        help="small or large; also "
-        + "; ".join(f"{k}: {', '.join(v)}" for k, v in EXTRA.items()),
+        metavar="BUDGET",
+        help="small (the default) or large; also "
+        + "; ".join(f"{k}: {', '.join(v)}" for k, v in EXTRA.items())
+        + " (what each runs and how long: below)",
     )
     parser.add_argument("--out", default="benchmark-results")
     parser.add_argument(
