@@ -84,6 +84,7 @@ from botorch_sketch.models.nystrom_gp import NystromGP
 from botorch_sketch.models.validation import check_training_data
 from botorch_sketch.sketching.rules import (
     Candidates,
+    InducingSetCapWarning,
     NeighbourhoodSubset,
     RidgeLeverageSampler,
     SelectionRule,
@@ -456,6 +457,21 @@ class IncrementalGP:
         warm: NystromGP | None,
         same_rows: bool = True,
     ) -> NystromGP:
+        with warnings.catch_warnings():
+            if self.max_inducing is not None:
+                # The cap is the caller's own setting: the rule's note that it
+                # binds came at every refit of a long loop (dozens a run).
+                warnings.simplefilter("ignore", InducingSetCapWarning)
+            return self._build_and_fit(X, Y, Yvar, warm, same_rows)
+
+    def _build_and_fit(
+        self,
+        X: Tensor,
+        Y: Tensor,
+        Yvar: Tensor | None,
+        warm: NystromGP | None,
+        same_rows: bool,
+    ) -> NystromGP:
         kwargs = dict(self.model_kwargs)
         if isinstance(kwargs.get("covar_module"), Kernel):
             kwargs["covar_module"] = copy.deepcopy(kwargs["covar_module"])
@@ -483,7 +499,7 @@ class IncrementalGP:
             warnings.warn(
                 f"Fitting failed ({e}); the model keeps its starting hyperparameters.",
                 OptimizationWarning,
-                stacklevel=3,
+                stacklevel=4,
             )
         index = model.inducing_index
         if self.max_inducing is not None and index.numel() > self.max_inducing:

@@ -24,10 +24,10 @@ loop keeps that time flat as the data grow and the dimension rises:
   region's observations) whose sides follow the model's lengthscales, with
   TuRBO's candidates that move a random subset of coordinates (each with
   probability ``min(1, 20 / d)``). A box doubles after successes and halves
-  after failures; when it collapses, the region restarts where a global
-  Thompson sample peaks away from the collapsed regions, and every
-  observation is kept (the global model holds them all, where TuRBO starts a
-  new model from a new design).
+  after failures. When one collapses, the first region re-expands at the best
+  centre and the second restarts where a global Thompson sample peaks away
+  from the collapsed regions; every observation is kept (the global model
+  holds them all, where TuRBO starts a new model from a new design).
 
 Many paths share an argmax on a shared candidate set. :func:`thompson_batch`
 reports how many argmaxes were distinct and fills the batch: every path also
@@ -493,7 +493,7 @@ def run_large_batch(
     num_local: int = 8,
     num_incumbents: int = 20,
     trust_region: bool = True,
-    num_regions: int = 1,
+    num_regions: int = 2,
     seed: int = 0,
     time_cap: float | None = None,
     max_failed_batches: int = 3,
@@ -524,7 +524,10 @@ def run_large_batch(
             from the whole box (half Sobol, half perturbations of the
             incumbents).
         num_regions: How many trust regions share the model and the batch
-            (each path takes its maximum over all their candidates).
+            (each path takes its maximum over all their candidates). The
+            first re-expands at the best centre when it collapses, the others
+            restart away from collapsed regions
+            (:class:`~botorch_sketch.bo.regions.TrustRegions`).
         seed: Seeds the design, the candidates and the paths; torch's global
             random state is forked, so the caller's stream is left alone.
         time_cap: Stop once the run's proposing CPU seconds (the objective's

@@ -14,9 +14,14 @@ looks better gets more points. Here every region reads the same global model
 - its box follows the model's lengthscales (:func:`trust_region_bounds`) and
   its candidates move a random subset of coordinates
   (:func:`perturbed_candidates`);
-- a collapsed region restarts at once, where one global Thompson sample peaks
-  among points outside every collapsed region's initial box (a restart at the
-  best posterior mean would climb the hill it just left); the data are kept.
+- a collapsed region restarts at once with TuRBO's initial length: the first
+  region at the best of the regions' centres (a collapse in noise or on a
+  rugged function is not the end of the best basin), the others where one
+  global Thompson sample peaks among points outside every collapsed region's
+  initial box (a restart at the best posterior mean would climb the hill it
+  just left, and a second basin is found only by leaving the first); the data
+  are kept. Measured on Ackley-20, rover-60 and Hartmann-6 (6000 evaluations,
+  seed 0 or 1), two regions of these kinds beat one region of either.
 
 References:
 
@@ -154,13 +159,22 @@ class TrustRegions:
             if best > 0:
                 self.centres[k] = mine[best - 1]
             if self.states[k].restart_triggered:
-                self.collapsed.append(self.centres[k])
                 self.states[k] = restart_state(self.states[k])
+                self.restarts += 1
+                if k == 0:
+                    # The first region re-expands at the best centre: a
+                    # collapse in noise or ruggedness is not the end of the
+                    # best basin (Ackley's).
+                    means = posterior_means(model, torch.stack(self.centres))
+                    self.centres[0] = self.centres[int(means.argmax())]
+                    continue
+                # The others restart away from where regions collapsed (a
+                # second basin, Hartmann's, is found only by leaving the first).
+                self.collapsed.append(self.centres[k])
                 avoid = self.collapsed + self.centres[:k] + self.centres[k + 1 :]
                 self.centres[k] = self._global_peak(
                     model, num_candidates, avoid, self.states[k]
                 )
-                self.restarts += 1
 
     def _global_peak(
         self, model: Model, num_candidates: int, avoid: list[Tensor], state: TurboState

@@ -412,3 +412,23 @@ def test_grow_between_refits_must_be_a_bool():
         IncrementalGP(grow_between_refits="no")
     with pytest.raises(InputDataError, match="surprise_tolerance"):
         IncrementalGP(surprise_tolerance=float("nan"))
+
+
+def test_a_cap_the_caller_set_is_not_warned_at_every_refit():
+    from botorch_sketch.sketching.rules import InducingSetCapWarning
+
+    g = torch.Generator().manual_seed(0)
+    X = torch.rand(300, 3, generator=g, dtype=torch.double)
+    Y = _f(X) + 0.01 * torch.randn(300, 1, generator=g, dtype=torch.double)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model = IncrementalGP(max_inducing=10)(X, Y)
+    assert model.inducing_index.numel() <= 10
+    assert not [w for w in caught if issubclass(w.category, InducingSetCapWarning)]
+    # Without a cap of the caller's, the rule's own cap still warns.
+    from botorch_sketch.sketching.rules import RidgeLeverageSampler
+
+    with pytest.warns(InducingSetCapWarning):
+        IncrementalGP(model_kwargs={"inducing": RidgeLeverageSampler(max_size=10)})(
+            X, Y
+        )
