@@ -213,6 +213,7 @@ def test_restarts_keep_every_observation():
         q=20,
         surrogate=Recording(max_inducing=30, refit_every=5),
         num_candidates=200,
+        num_regions=1,
         progress=False,
     )
     assert trace.restarts[-1] >= 1
@@ -445,3 +446,30 @@ def test_nearly_constant_observations_are_warned():
 
     with pytest.warns(InputDataWarning, match="nearly"):
         _tiny(lambda x: 1.0 + 1e-12 * x[:, 0], evaluations=20)
+
+
+def test_collapsed_regions_restart_at_the_best_centre_or_away():
+    from botorch_sketch.bo import TrustRegions
+
+    X, Y = _data(n=80)
+    model = SingleTaskGP(X, Y)
+    regions = TrustRegions(3, 10, num_regions=2, generator=torch.Generator())
+    regions.start(model, X, 256)
+    assert len(regions.centres) == 2
+    # Both regions one failure from collapse; the next batch fails for both.
+    for k in range(2):
+        regions.states[k] = regions.states[k].__class__(
+            dim=3, batch_size=10, length=0.005, failure_counter=0
+        )
+    before = [c.clone() for c in regions.centres]
+    means = model.posterior(torch.stack(before).unsqueeze(-2)).mean.reshape(-1)
+    worse = before[0].expand(4, 3) * 0 + X[Y.argmin()]  # the worst point
+    owner = torch.tensor([0, 0, 1, 1])
+    regions.update(model, worse, owner, 256, tolerance=10.0)
+    assert regions.restarts == 2
+    assert regions.lengths == [0.8, 0.8]
+    # The first re-expands at the better of the two centres.
+    assert torch.equal(regions.centres[0], before[int(means.argmax())])
+    # The second moved out of the box around where it collapsed.
+    assert regions.collapsed and torch.equal(regions.collapsed[-1], before[1])
+    assert not torch.equal(regions.centres[1], before[1])
