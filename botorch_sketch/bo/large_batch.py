@@ -328,10 +328,13 @@ def default_surrogate(max_inducing: int = 256) -> IncrementalGP:
     An :class:`IncrementalGP` whose inducing set is capped at ``max_inducing``
     and changed only at refits. A refit comes when a batch's observations
     surprise the model (``surprise_tolerance=4``, once the data have grown by
-    10% since the last fit) or the data have doubled; it fits the
-    hyperparameters on 256 rows (the newest third, the best observation's
+    25% since the last fit) or the data have doubled; it fits the
+    hyperparameters on 200 rows (the newest third, the best observation's
     nearest neighbours and a uniform sample) from the previous values, with at
-    most 30 L-BFGS-B iterations.
+    most 20 L-BFGS-B iterations (about 25 evaluations of the likelihood). In
+    60 dimensions a refit at ``n = 10^3`` took 68-136 s with ``NystromGP``'s
+    own fit on 600 points; this one takes about 0.5 s at any ``n``. The cap of
+    256 inducing points (not 512) halves the paths' cost per candidate.
 
     Args:
         max_inducing: The inducing set's cap.
