@@ -1,5 +1,6 @@
 # Two commands do all set-up on a fresh machine:
-#   make demo   the headline in about 90 s: a BO loop's iterations with the carried
+#   make demo   the headline in about a minute (2 idle cores; two to four times that
+#               on a busy machine): a BO loop's iterations with the carried
 #               IncrementalGP stay flat while the exact SingleTaskGP's grow
 #   make test   lint and the fast tests (make test-slow: the slow half)
 # Each creates .venv if needed and installs the CPU build of torch first, by
@@ -47,7 +48,7 @@ install: $(STAMP)
 
 install-test: $(TEST_STAMP)
 
-# Hartmann-6, 50 points per iteration up to n = 2000, IncrementalGP against a
+# Hartmann-6, 50 points per iteration up to n = 1500, IncrementalGP against a
 # warm-started SingleTaskGP: a table of CPU seconds per iteration and best value
 # found, and benchmark-results/demo-small.png.
 demo: $(STAMP)

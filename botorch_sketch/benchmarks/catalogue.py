@@ -38,7 +38,7 @@ CATALOGUE: dict[str, tuple[str, dict[str, Budget]]] = {
         "Thompson batches of 50)",
         {
             "small": Budget("to n = 1500, both models", "about 60 s"),
-            "large": Budget("to n = 4000", "8-10 min"),
+            "large": Budget("to n = 4000", "about 20 min"),
         },
     ),
     "inference": (

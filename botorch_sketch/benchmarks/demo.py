@@ -22,7 +22,8 @@ noise-free value found; the figure draws seconds per iteration and best value
 against ``n``.
 
 ``python -m botorch_sketch.benchmarks demo [--budget small|large]`` (``make
-demo`` runs the small budget: 80-100 s on two cores, imports included).
+demo`` runs the small budget, to n = 1500: about a minute on 2 idle cores,
+imports included; two to four times that on a busy machine).
 """
 
 from __future__ import annotations
@@ -71,9 +72,13 @@ class Budget:
 
 
 BUDGETS = {
-    # ``make demo``: 80-100 s on two cores, imports included, two thirds of it
-    # the exact GP's.
-    "small": Budget(2000, 50, 10, 512, (250, 500, 1000, 1500, 2000)),
+    # ``make demo``: about a minute on 2 idle cores, imports included, most of
+    # it the exact GP's. To n = 1500, not 2000: the exact GP's iterations from
+    # 1500 to 2000 took 55% of the loops' CPU (78 of 139 s, one thread); to
+    # 1500 the command took 71 s against 152 s (load 3.5), and the exact GP's
+    # iterations still grew 10x from n = 250 while IncrementalGP's stayed
+    # flat (8x apart near n = 1500).
+    "small": Budget(1500, 50, 10, 512, (250, 500, 1000, 1500)),
     # Twice the data; the exact GP's iterations and refits take most of it.
     "large": Budget(4000, 50, 10, 512, (250, 500, 1000, 2000, 3000, 4000)),
 }
