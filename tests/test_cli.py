@@ -21,8 +21,7 @@ HEAVY = ("torch", "botorch", "gpytorch", "linear_operator", "ax", "optuna", "skl
 def _imported_after(code: str) -> list[str]:
     # The heavy modules that a fresh interpreter holds after running ``code``.
     probe = (
-        f"import sys\n{code}\n"
-        f"print(' '.join(m for m in {HEAVY!r} if m in sys.modules))"
+        f"import sys\n{code}\nprint(' '.join(m for m in {HEAVY!r} if m in sys.modules))"
     )
     out = subprocess.run(
         [sys.executable, "-c", probe],
