@@ -52,7 +52,7 @@ CATALOGUE: dict[str, tuple[str, dict[str, Budget]]] = {
     "default-fit": (
         "the default NystromGP fit against SingleTaskGP's: seconds and NLL",
         {
-            "small": Budget("n = 1500, one seed", "about 1 min"),
+            "small": Budget("n = 1500, one seed", "under 1 min"),
             "large": Budget("n = 2000 and 5000, two seeds, 1 and 2 threads", "1 h"),
         },
     ),
@@ -109,14 +109,14 @@ CATALOGUE: dict[str, tuple[str, dict[str, Budget]]] = {
     "throughput": (
         "the posterior over many candidates, as a fraction of torch.matmul's rate",
         {
-            "small": Budget("20,000 candidates, m = 256 and 512", "under 1 min"),
+            "small": Budget("20,000 candidates, m = 256 and 512", "15 s"),
             "large": Budget("100,000 candidates, m up to 1024", "2-5 min"),
         },
     ),
     "fantasies": (
         "fantasize by Woodbury steps against refactorising every fantasy",
         {
-            "small": Budget("n = 5000, m = 128", "under 1 min"),
+            "small": Budget("n = 5000, m = 128", "20 s"),
             "large": Budget("n = 20,000, m = 256 and 512", "5-10 min"),
         },
     ),
@@ -159,7 +159,7 @@ CATALOGUE: dict[str, tuple[str, dict[str, Budget]]] = {
     "suggest": (
         "seconds for SketchSampler, GPSampler and the rest to suggest trial N",
         {
-            "small": Budget("N = 40, SketchSampler and GPSampler", "about 1 min"),
+            "small": Budget("N = 40, SketchSampler and GPSampler", "10-20 s"),
             "medium": Budget("N = 1000, 52 suggestions, 3 samplers", "30 min"),
             "quality": Budget("whole 80-trial studies, 3 samplers, 3 seeds", "1 h"),
             "exact": Budget("N = 1000, BoTorchSampler's exact GP", "30 min"),
