@@ -229,7 +229,13 @@ def _check_ax_trials(
 # -------------------------------------------------------------------- Optuna
 
 
-def check_study_run(checkpoint: str, study: Any, config: TuneConfig) -> None:
+def check_study_run(
+    checkpoint: str,
+    study: Any,
+    config: TuneConfig,
+    expected: Mapping[str, Any],
+    key: str,
+) -> None:
     r"""Refuse an Optuna checkpoint whose record disagrees with its study.
 
     The objectives' directions against the study's; the search space of the
@@ -241,14 +247,15 @@ def check_study_run(checkpoint: str, study: Any, config: TuneConfig) -> None:
         checkpoint: The checkpoint, for the message.
         study: The run's ``optuna.Study``.
         config: The run's settings.
+        expected: The Optuna distribution of each parameter of the settings
+            (what :mod:`.study` asks the study with).
+        key: The trials' user attribute holding this package's record.
 
     Raises:
         TuneError: Naming the first difference.
     """
     from optuna.study import StudyDirection
     from optuna.trial import TrialState
-
-    from botorch_sketch.tune.study import KEY, distributions
 
     def refuse(difference: str) -> TuneError:
         return _refuse(checkpoint, "its Optuna study", difference)
@@ -261,7 +268,6 @@ def check_study_run(checkpoint: str, study: Any, config: TuneConfig) -> None:
             f"the objectives are {dict(config.objectives)} in the run's settings but "
             f"the study's directions are {directions}"
         )
-    expected = distributions(config.params())
     described = {p.name: _describe_param(p) for p in config.params()}
     objectives = list(config.objectives)
     for trial in study.get_trials(deepcopy=False):
@@ -278,7 +284,7 @@ def check_study_run(checkpoint: str, study: Any, config: TuneConfig) -> None:
                     f"settings but {_describe_distribution(distribution)} in the "
                     f"study's {where}"
                 )
-        entry = trial.user_attrs.get(KEY)
+        entry = trial.user_attrs.get(key)
         if not isinstance(entry, dict):
             continue  # A trial a killed run left running: no record yet.
         completed = trial.state == TrialState.COMPLETE

@@ -180,7 +180,8 @@ class StudyRun:
         if resume:
             study = optuna.load_study(study_name=STUDY, storage=storage)
             # Before anything is changed: an edited record is refused.
-            check_study_run(checkpoint or path, study, config)
+            expected = distributions(config.params())
+            check_study_run(checkpoint or path, study, config, expected, KEY)
             self.record = read_study_record(path)
         else:
             study = optuna.create_study(
