@@ -335,6 +335,7 @@ def _surprise_surrogate(**kwargs):
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_a_refit_comes_when_new_data_disagree_and_not_otherwise(seed):
     # Draws of the same function and noise agree with the fitted
@@ -363,6 +364,7 @@ def test_a_refit_comes_when_new_data_disagree_and_not_otherwise(seed):
         assert abs(disagree.counts.last_surprise) > 4.0
 
 
+@pytest.mark.slow
 def test_surprise_waits_for_the_data_to_grow():
     X = torch.rand(100, 3, generator=torch.Generator().manual_seed(0)).double()
     new_X = torch.rand(5, 3, generator=torch.Generator().manual_seed(1)).double()
@@ -375,6 +377,7 @@ def test_surprise_waits_for_the_data_to_grow():
     assert surrogate.counts.last_surprise != surrogate.counts.last_surprise  # NaN
 
 
+@pytest.mark.slow
 def test_hyperparameters_fitted_on_a_bounded_subset(monkeypatch):
     from botorch_sketch.bo import incremental_gp
 
@@ -414,6 +417,7 @@ def test_grow_between_refits_must_be_a_bool():
         IncrementalGP(surprise_tolerance=float("nan"))
 
 
+@pytest.mark.slow
 def test_a_cap_the_caller_set_is_not_warned_at_every_refit():
     from botorch_sketch.sketching.rules import InducingSetCapWarning
 
