@@ -24,8 +24,9 @@ CHECKPOINTS = (1000, 3000, 10_000, 30_000, 100_000)
 #: One line per method, for the report's preamble.
 DESCRIPTIONS = {
     SKETCH: "`run_large_batch` with its defaults: pathwise Thompson sampling of q "
-    "points per batch from a carried Nystrom GP (`IncrementalGP`, inducing set "
-    "capped), refitted at geometric sizes.",
+    "points per batch in two TuRBO trust regions over one carried Nystrom GP "
+    "(`IncrementalGP`, 256 inducing points), refitted when a batch surprises it "
+    "or the data double, on 200 rows with at most 20 L-BFGS-B iterations.",
     TURBO_ENN: "TuRBO-ENN (`ennbo` 0.2.1, `turbo_enn_config(num_init=q)`; Sweet & "
     "Jadhav 2025): TuRBO's trust region and RAASP candidates scored by an "
     "epistemic-nearest-neighbour surrogate, no hyperparameter fit.",
