@@ -411,7 +411,14 @@ class SketchSampler(BaseSampler):
             n_complete = len(
                 study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
             )
-            if n_complete >= self._options.n_startup_trials:
+            # A parameter every completed trial has was sampled independently
+            # only because its trial started among the startup trials (with
+            # n_jobs > 1 another trial may complete the startup meanwhile):
+            # not the conditional parameter the warning is about.
+            common = self._intersection_search_space.calculate(study)
+            if n_complete >= self._options.n_startup_trials and (
+                param_name not in common
+            ):
                 _logger.warning(
                     f"The parameter `{param_name}` in trial {trial.number} is sampled "
                     f"by {type(self._independent_sampler).__name__}, not by "

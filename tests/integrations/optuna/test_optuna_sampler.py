@@ -77,6 +77,27 @@ def test_conditional_parameters_fall_back_to_the_independent_sampler(caplog):
     assert "`slope`" in caplog.text or "`power`" in caplog.text
 
 
+def test_a_trial_started_in_the_startup_is_not_warned_as_conditional(caplog):
+    # Two trials in flight (n_jobs=2): the first starts while 9 of 10 startup
+    # trials are complete, the other completes the tenth, then the first
+    # suggests its next parameter independently. No parameter is conditional.
+    study = optuna.create_study(
+        sampler=SketchSampler(seed=0, n_startup_trials=10, **FAST)
+    )
+    for _ in range(9):
+        t = study.ask()
+        study.tell(t, t.suggest_float("x", 0, 1) + t.suggest_int("depth", 2, 12))
+    first = study.ask()
+    first.suggest_float("x", 0, 1)
+    other = study.ask()
+    study.tell(
+        other, other.suggest_float("x", 0, 1) + other.suggest_int("depth", 2, 12)
+    )
+    with caplog.at_level(logging.WARNING, logger=sketch_optuna.__name__):
+        first.suggest_int("depth", 2, 12)
+    assert "sampled by" not in caplog.text
+
+
 @pytest.mark.parametrize("failed_trials", ["constraint", "ignore"])
 def test_failed_trials_are_modelled_and_pruned_ones_ignored(pending_log, failed_trials):
     def objective(trial):
