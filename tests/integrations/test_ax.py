@@ -223,6 +223,7 @@ def test_marginal_baseline_option_runs_in_bounds_and_saves(optimize_calls, tmp_p
     expected = marginal_baseline(
         model, X, k=1.0, max_size=3, posterior_transform=acqf.posterior_transform
     )
+
     # The same rows; their order follows near-tied scores, which the model
     # read back here need not reproduce to the last bit.
     def rows(X):
