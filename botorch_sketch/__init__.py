@@ -12,8 +12,9 @@ seconds to import.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from botorch_sketch.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from botorch_sketch.acquisition import (
@@ -78,28 +79,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    r"""Import a public name from its subpackage on first use (PEP 562).
-
-    Args:
-        name: The attribute asked for.
-
-    Returns:
-        The class the subpackage defines under ``name``; it is kept in the
-        package's namespace, so later look-ups do not come here.
-
-    Raises:
-        AttributeError: ``name`` is not a public name of the package (then a
-            ``from botorch_sketch import submodule`` imports the submodule).
-    """
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    r"""The module's names, the public ones not yet imported included."""
-    return sorted({*globals(), *_EXPORTS})
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -21,8 +21,9 @@ optuna``); the command is :mod:`botorch_sketch.tune.cli`, also run as
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from botorch_sketch.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from botorch_sketch.tune.config import TuneConfig
@@ -40,27 +41,4 @@ _EXPORTS: dict[str, str] = {
 __all__ = ["TuneConfig", "TuneError", "tune"]
 
 
-def __getattr__(name: str) -> Any:
-    r"""Import a public name from its module on first use (PEP 562).
-
-    Args:
-        name: The attribute asked for.
-
-    Returns:
-        What the module defines under ``name``, then kept in this namespace.
-
-    Raises:
-        AttributeError: ``name`` is not a public name (then ``from
-            botorch_sketch.tune import submodule`` imports the submodule).
-    """
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    r"""The module's names, the public ones not yet imported included."""
-    return sorted({*globals(), *_EXPORTS})
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
