@@ -69,8 +69,11 @@ class TrustRegions:
             dim: The input dimension ``d`` (inputs in the unit cube).
             batch_size: Points per batch ``q`` (TuRBO's failure tolerance).
             num_regions: How many regions share the batch.
-            engine: The scrambled Sobol sequence of every candidate set.
-            generator: Seeds the candidates' coordinate masks.
+            engine: The scrambled Sobol sequence of every candidate set
+                (default: one seeded from ``generator``).
+            generator: Seeds the candidates' coordinate masks (and the
+                default engine). The Thompson paths of restarts draw from
+                torch's global generator, as BoTorch's paths do.
         """
         self.dim = checked_count(dim, "dim")
         self.num_regions = checked_count(num_regions, "num_regions")
@@ -79,7 +82,10 @@ class TrustRegions:
         self.centres: list[Tensor] = []
         self.collapsed: list[Tensor] = []
         self.restarts = 0
-        self.engine = engine or SobolEngine(self.dim, scramble=True)
+        if engine is None:
+            seed = int(torch.randint(2**31 - 1, (1,), generator=generator))
+            engine = SobolEngine(self.dim, scramble=True, seed=seed)
+        self.engine = engine
         self.generator = generator
 
     @property
