@@ -2,11 +2,13 @@ import math
 
 import pytest
 import torch
+from botorch.test_functions import Ackley, Levy
 
 from botorch_sketch.benchmarks.large_batch.problems import (
     PROBLEMS,
     ROVER_OBSTACLES,
     RoverTrajectory,
+    ShiftedProblem,
     clamped_bspline_basis,
 )
 
@@ -115,7 +117,7 @@ def test_obstacle_hits_match_every_obstacle_compared():
 @pytest.mark.parametrize("name", list(PROBLEMS))
 def test_problems_are_maximised_with_the_right_dimension(name):
     problem = PROBLEMS[name]()
-    dim = int(name.split("-")[1])
+    dim = int(name.split("-")[1])  # "Levy-100-shifted" too
     assert problem.dim == dim and problem.bounds.dtype == torch.double
     X = problem.bounds[0] + (problem.bounds[1] - problem.bounds[0]) * torch.rand(
         16, dim, dtype=torch.double
@@ -127,3 +129,30 @@ def test_problems_are_maximised_with_the_right_dimension(name):
         assert bool((values <= problem.optimal_value + 1e-9).all())
     else:
         assert math.isnan(problem.optimal_value)
+
+
+@pytest.mark.parametrize("base", [Ackley, Levy])
+def test_shifted_problem_moves_the_optimum_off_the_centre_and_keeps_the_box(base):
+    plain = base(dim=8)
+    shifted = ShiftedProblem(base, dim=8, negate=True)
+    assert torch.equal(shifted.bounds, plain.bounds)
+    optimum = shifted.optimizers
+    # The optimum is where the shift says, and it is the maximum there.
+    assert torch.allclose(optimum[0], plain.optimizers[0] + shifted.shift)
+    assert float(shifted(optimum, noise=False)) == pytest.approx(0.0, abs=1e-9)
+    # f(x) = base(x - s), also where x - s leaves the base's box.
+    X = plain.bounds[0] + (plain.bounds[1] - plain.bounds[0]) * torch.rand(
+        32, 8, dtype=torch.double
+    )
+    wide = base(dim=8, bounds=[(-100.0, 100.0)] * 8)
+    expected = -wide.evaluate_true(X - shifted.shift)
+    assert torch.allclose(shifted(X, noise=False), expected)
+    # The box's centre is no longer at or next to the optimum.
+    centre = plain.bounds.mean(0, keepdim=True)
+    assert float(shifted(centre, noise=False)) < -1.0
+    assert float(-plain(centre, noise=False)) > float(shifted(centre, noise=False))
+
+
+def test_a_shift_that_leaves_the_box_is_refused():
+    with pytest.raises(ValueError, match="out of its box"):
+        ShiftedProblem(Levy, dim=8, fraction=0.9)

@@ -12,7 +12,9 @@ merges the cells of several runs into one report with its figures.
 
 Grids: ``headline`` (q = 100 to 10^4 evaluations on Hartmann-6, Ackley-20,
 rover-60 and Levy-100, seeds 0-2: the sketch, TuRBO-ENN, TuRBO-1 capped at
-150 CPU s, CMA-ES and Sobol), ``headline-long`` (q = 1000 to 10^5 on rover-60:
+150 CPU s, CMA-ES and Sobol), ``headline-shifted`` (Ackley-20 and Levy-100
+with their optima moved off the centre, where CMA-ES starts; no TuRBO-1),
+``headline-long`` (q = 1000 to 10^5 on rover-60:
 the sketch and TuRBO-ENN) and ``headline-small`` (seconds, for the tests).
 
 One module per idea: :mod:`~.problems` (the four problems, rover-60 among

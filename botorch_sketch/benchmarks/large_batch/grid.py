@@ -140,6 +140,20 @@ GRIDS: dict[str, Grid] = {
             caps=HEADLINE_CAPS,
         )
     ),
+    # Ackley-20 and Levy-100 with their optima moved off the centre, where
+    # CMA-ES starts: q = 100 to 10^4, three seeds (TuRBO-1 left out: capped at
+    # 1000-1300 evaluations, it reads only the first column).
+    "headline-shifted": Grid(
+        make_cells(
+            "headline-shifted",
+            ["Ackley-20-shifted", "Levy-100-shifted"],
+            [SKETCH, TURBO_ENN, CMA_ES, SOBOL],
+            [0, 1, 2],
+            evaluations=10_000,
+            q=100,
+            caps=HEADLINE_CAPS,
+        )
+    ),
     # One q = 1000 run to 10^5 on rover-60, TuRBO-ENN beside it.
     "headline-long": Grid(
         make_cells(

@@ -4,7 +4,12 @@ r"""The grid's problems, all maximised: three BoTorch functions and rover-60.
 - ``Hartmann-6``: ``Hartmann(dim=6, noise_std=0.5, negate=True)`` (max 3.32237);
 - ``Ackley-20``: ``Ackley(dim=20, noise_std=0.5, negate=True)`` (max 0);
 - ``rover-60``: :class:`RoverTrajectory`, noise-free (max below 5);
-- ``Levy-100``: ``Levy(dim=100, negate=True)``, noise-free (max 0).
+- ``Levy-100``: ``Levy(dim=100, negate=True)``, noise-free (max 0);
+- ``Ackley-20-shifted`` and ``Levy-100-shifted``: the same functions with their
+  optimum moved off the box's centre (:class:`ShiftedProblem`). Ackley's
+  optimum is the centre of its box and Levy's next to it (``x_i = 1`` in
+  ``[-10, 10]``), so a method that starts at the centre, as CMA-ES does by
+  default, starts at or near the answer.
 
 Every method observes the noisy values; the grid records the noise-free values
 (``problem(X, noise=False)``) of the points evaluated.
@@ -361,10 +366,78 @@ class RoverTrajectory(SyntheticTestFunction):
         return reward.reshape(X.shape[:-1])
 
 
+class ShiftedProblem(SyntheticTestFunction):
+    r"""A test function with its optimum moved, inside the same box.
+
+    ``f(x) = base(x - s)`` with a fixed shift ``s``: each coordinate of ``s`` is
+    ``fraction`` times the box's width times a uniform draw from ``[-1, 1]``
+    (seeded by ``seed``). The box is ``base``'s default one; the function
+    inside is ``base`` built on a box widened by the largest shift (Ackley and
+    Levy are defined everywhere). The optimal value is ``base``'s, at its
+    optimisers plus ``s``, which must lie in the box.
+
+    Example:
+        >>> ackley = ShiftedProblem(Ackley, dim=20, noise_std=0.5, negate=True)
+    """
+
+    def __init__(
+        self,
+        base: type[SyntheticTestFunction],
+        dim: int,
+        fraction: float = 0.35,
+        seed: int = 0,
+        noise_std: float | None = None,
+        negate: bool = False,
+    ) -> None:
+        r"""Shift ``base(dim=dim)``.
+
+        Args:
+            base: The test function's class (its constructor takes ``dim`` and
+                ``bounds``).
+            dim: The input dimension.
+            fraction: The largest shift per coordinate, a fraction of its width.
+            seed: Seeds the shift.
+            noise_std: Standard deviation of the observation noise.
+            negate: If True, negate the function.
+        """
+        box = base(dim=dim)
+        bounds = box.bounds.detach().clone()
+        width = bounds[1] - bounds[0]
+        generator = torch.Generator().manual_seed(seed)
+        u = 2.0 * torch.rand(dim, generator=generator, dtype=bounds.dtype) - 1.0
+        shift = fraction * width * u
+        optimizers = box.optimizers + shift
+        if not bool(((optimizers >= bounds[0]) & (optimizers <= bounds[1])).all()):
+            raise ValueError(
+                f"A shift of {fraction} of the width moves {base.__name__}'s "
+                "optimum out of its box; use a smaller fraction."
+            )
+        self.dim = dim
+        self.continuous_inds = list(range(dim))
+        self._optimizers = [tuple(x.tolist()) for x in optimizers]
+        self._optimal_value = box.optimal_value
+        super().__init__(
+            noise_std=noise_std,
+            negate=negate,
+            bounds=[tuple(b) for b in bounds.T.tolist()],
+            dtype=bounds.dtype,
+        )
+        wide = torch.stack([bounds[0] - fraction * width, bounds[1] + fraction * width])
+        self.base = base(dim=dim, bounds=[tuple(b) for b in wide.T.tolist()])
+        self.register_buffer("shift", shift)
+
+    def _evaluate_true(self, X: Tensor) -> Tensor:
+        return self.base.evaluate_true(X - self.shift.to(X))
+
+
 #: Problems by name, each a factory of a fresh (maximised) test function.
 PROBLEMS: dict[str, Callable[[], SyntheticTestFunction]] = {
     "Hartmann-6": lambda: Hartmann(dim=6, noise_std=0.5, negate=True),
     "Ackley-20": lambda: Ackley(dim=20, noise_std=0.5, negate=True),
     "rover-60": lambda: RoverTrajectory(),
     "Levy-100": lambda: Levy(dim=100, negate=True),
+    "Ackley-20-shifted": lambda: ShiftedProblem(
+        Ackley, dim=20, noise_std=0.5, negate=True
+    ),
+    "Levy-100-shifted": lambda: ShiftedProblem(Levy, dim=100, negate=True),
 }
