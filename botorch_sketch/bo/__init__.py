@@ -2,10 +2,18 @@ r"""Bayesian-optimisation loop helpers.
 
 The incremental surrogate a user's loop calls each iteration
 (:class:`IncrementalGP`), TuRBO-1 trust regions, and the large-batch Thompson
-loop (:func:`run_large_batch`). The benchmarks' side-by-side loops live in
+loop (:func:`run_large_batch`) and its ask/tell form
+(:class:`LargeBatchOptimizer`, with data-only checkpoints). The benchmarks'
+side-by-side loops live in
 :mod:`botorch_sketch.benchmarks.harness`.
 """
 
+from botorch_sketch.bo.ask_tell import AskRecord, LargeBatchOptimizer
+from botorch_sketch.bo.checkpoint import (
+    CheckpointError,
+    load_checkpoint,
+    save_checkpoint,
+)
 from botorch_sketch.bo.incremental_gp import IncrementalGP, UpdateCounts
 from botorch_sketch.bo.large_batch import (
     Batch,
@@ -30,6 +38,11 @@ from botorch_sketch.bo.trust_region import (
 )
 
 __all__ = [
+    "AskRecord",
+    "CheckpointError",
+    "LargeBatchOptimizer",
+    "load_checkpoint",
+    "save_checkpoint",
     "Batch",
     "FailedBatchWarning",
     "TrustRegions",

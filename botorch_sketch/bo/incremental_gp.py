@@ -65,6 +65,7 @@ References:
 from __future__ import annotations
 
 import copy
+import dataclasses
 import math
 import warnings
 from dataclasses import dataclass
@@ -250,6 +251,10 @@ class IncrementalGP:
         self._drawn_size = 0
         self._fitted_size = 0
         self._fitted_per_point = 0.0
+        # The model as data: its state at the last build and the Woodbury
+        # steps since (rows after each step, inducing rows it added).
+        self._built: dict[str, Any] | None = None
+        self._steps: list[tuple[int, Tensor]] = []
 
     def __call__(
         self, train_X: Tensor, train_Y: Tensor, train_Yvar: Tensor | None = None
@@ -294,8 +299,9 @@ class IncrementalGP:
             if hasattr(model, "outcome_transform"):
                 _, noise = model.outcome_transform(new_Y, noise)
         conditioned = model.condition_on_observations(new_X, new_Y, noise=noise)
+        joined = torch.zeros(0, dtype=torch.long)
         if self.grow_between_refits:
-            self._grow(conditioned, old_n)
+            joined = self._grow(conditioned, old_n)
         size = conditioned.inducing_index.numel()
         if size >= self.redraw_growth * self._drawn_size:
             return self._refit(train_X, train_Y, train_Yvar, "growth")
@@ -304,6 +310,7 @@ class IncrementalGP:
             if self._fitted_per_point - per_point > self.drift_tolerance:
                 return self._refit(train_X, train_Y, train_Yvar, "drift")
         self.model = conditioned
+        self._steps.append((train_X.shape[0], joined.cpu()))
         self._since_refit += 1
         self.counts.conditioned += 1
         self.counts.last, self.counts.last_reason = "conditioned", ""
@@ -377,6 +384,102 @@ class IncrementalGP:
         self.counts.last_surprise = statistic
         return abs(statistic) > self.surprise_tolerance
 
+    # ------------------------------------------------------------ state
+
+    def state_dict(self) -> dict[str, Any]:
+        r"""The schedule's counters and the carried model, as plain data.
+
+        The model is saved as what made it: its parameters and buffers (the
+        hyperparameters, the outcome transform's statistics), inducing rows and
+        number of rows at its last build or refit, then the row counts of the
+        Woodbury steps since (and the inducing rows each added). Tensors,
+        numbers, strings and None only: ``torch.load(weights_only=True)``
+        reads it back, and nothing runs on load. The data themselves are the
+        caller's (see :meth:`load_state_dict`).
+
+        Returns:
+            A dict.
+        """
+        return {
+            "since_refit": self._since_refit,
+            "drawn_size": self._drawn_size,
+            "fitted_size": self._fitted_size,
+            "fitted_per_point": self._fitted_per_point,
+            "counts": dataclasses.asdict(self.counts),
+            "built": None if self.model is None else dict(self._built),
+            "steps": [[rows, joined] for rows, joined in self._steps],
+            "rows": 0 if self.model is None else self.model.train_X.shape[0],
+        }
+
+    def load_state_dict(
+        self, state: dict[str, Any], train_X: Tensor, train_Y: Tensor
+    ) -> None:
+        r"""Restore :meth:`state_dict`'s model on the data it was made of.
+
+        The model is rebuilt on the first rows of the data with the saved
+        parameters and inducing rows, then conditioned step by step as it was:
+        its posterior is the saved model's, to rounding, and the next call
+        continues the same schedule. Configure this ``IncrementalGP`` as the
+        saved one was (``model_kwargs`` and the schedule are code, not data).
+
+        Args:
+            state: A :meth:`state_dict`.
+            train_X: A ``n x d`` tensor whose first rows are the saved model's
+                training inputs.
+            train_Y: A ``n x 1`` tensor of their observations.
+        """
+        try:
+            self._since_refit = int(state["since_refit"])
+            self._drawn_size = int(state["drawn_size"])
+            self._fitted_size = int(state["fitted_size"])
+            self._fitted_per_point = float(state["fitted_per_point"])
+            self.counts = UpdateCounts(**state["counts"])
+            built, steps, rows = state["built"], state["steps"], int(state["rows"])
+        except (KeyError, TypeError, ValueError) as e:
+            raise InputDataError(
+                f"Not an IncrementalGP state: {type(e).__name__} {e}."
+            ) from e
+        self._steps = [(int(n), joined) for n, joined in steps]
+        self.model, self._built = None, built
+        if built is None:
+            return
+        if train_X.shape[0] < rows or train_Y.shape[0] < rows:
+            raise InputDataError(
+                f"The saved model was trained on {rows} rows; {train_X.shape[0]} "
+                "were given."
+            )
+        X, Y = train_X[:rows].detach().clone(), train_Y[:rows].detach().clone()
+        first = int(built["rows"])
+        kwargs = dict(self.model_kwargs)
+        if isinstance(kwargs.get("covar_module"), Kernel):
+            kwargs["covar_module"] = copy.deepcopy(kwargs["covar_module"])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", InducingSetCapWarning)
+            model = NystromGP(X[:first], Y[:first], **kwargs)
+            try:
+                model.load_state_dict(built["parameters"])
+            except RuntimeError as e:
+                raise InputDataError(
+                    "The saved model's parameters do not fit this IncrementalGP's "
+                    f"model_kwargs: {e}"
+                ) from e
+            model.exact_fraction = built["exact_fraction"]
+            if built["inducing_index"] is not None:
+                model._inducing.set_rows(
+                    built["inducing_index"].to(X.device), bool(built["every_input"])
+                )
+            model.eval()
+            model.clear_posterior_state()
+            before = first
+            for after, joined in self._steps:
+                model = model.condition_on_observations(
+                    X[before:after], Y[before:after]
+                )
+                if joined.numel() > 0:
+                    model.add_inducing_points(joined.to(X.device))
+                before = after
+        self.model = model
+
     # ----------------------------------------------------------------- steps
 
     def _extends(self, X: Tensor, Y: Tensor, Yvar: Tensor | None) -> bool:
@@ -392,7 +495,7 @@ class IncrementalGP:
             same = same and torch.equal(Yvar[:n], model.train_Yvar)
         return same
 
-    def _grow(self, model: NystromGP, old_n: int) -> None:
+    def _grow(self, model: NystromGP, old_n: int) -> Tensor:
         # BKB's coin for each new input: it joins the inducing set with
         # probability min(1, qbar * var / lambda) under the updated posterior,
         # the ridge leverage a full redraw would give it.
@@ -417,6 +520,7 @@ class IncrementalGP:
         if joined.numel() > 0:
             model.add_inducing_points(joined)
             self.counts.grown += joined.numel()
+        return joined
 
     def _room(self, model: NystromGP) -> int:
         # Points the set may still take: ``max_inducing``, else the rule's cap.
@@ -507,6 +611,17 @@ class IncrementalGP:
             # rule's first picks at the fitted hyperparameters.
             model.select_inducing_points(max_size=self.max_inducing)
         self.model = model
+        index = model.inducing_index
+        self._built = {
+            "rows": X.shape[0],
+            "parameters": {
+                k: v.detach().clone() for k, v in model.state_dict().items()
+            },
+            "inducing_index": None if index is None else index.detach().clone(),
+            "every_input": bool(model._inducing.every_input),
+            "exact_fraction": model.exact_fraction,
+        }
+        self._steps = []
         self._since_refit = 0
         self._drawn_size = model.inducing_index.numel()
         n = X.shape[0]

@@ -55,7 +55,6 @@ References:
 from __future__ import annotations
 
 import math
-import time
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -69,18 +68,17 @@ from botorch.models.model import Model
 from botorch.sampling.pathwise import draw_matheron_paths
 from botorch.test_functions.base import BaseTestProblem
 from botorch.utils.sampling import draw_sobol_samples
-from botorch.utils.transforms import unnormalize
 from torch import Tensor
-from torch.quasirandom import SobolEngine
 from tqdm.auto import tqdm
 
 from botorch_sketch.bo.incremental_gp import IncrementalGP
-from botorch_sketch.bo.regions import TrustRegions
 from botorch_sketch.bo.sampling import path_values, posterior_means
 from botorch_sketch.checks import checked_count, checked_real
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
+
+    from botorch_sketch.bo.ask_tell import LargeBatchOptimizer
 
 #: A surrogate: all data so far (unit cube, ``n x d``; ``n x 1``) to a fitted model.
 Surrogate = Callable[[Tensor, Tensor], Model]
@@ -574,10 +572,20 @@ def run_large_batch(
             f"{type(surrogate).__name__}."
         )
     bounds = bounds.to(torch.double)
-    d = bounds.shape[-1]
-    unit = torch.stack([torch.zeros(d), torch.ones(d)]).to(bounds)
-    surrogate = default_surrogate() if surrogate is None else surrogate
-    generator = torch.Generator().manual_seed(seed)
+    from botorch_sketch.bo.ask_tell import LargeBatchOptimizer
+
+    optimizer = LargeBatchOptimizer(
+        bounds,
+        q=q,
+        num_initial=num_initial,
+        surrogate=surrogate,
+        num_candidates=num_candidates,
+        num_local=num_local,
+        num_incumbents=num_incumbents,
+        trust_region=trust_region,
+        num_regions=num_regions,
+        seed=seed,
+    )
     problem = isinstance(objective, BaseTestProblem)
     optimal = getattr(objective, "optimal_value", math.nan) if problem else math.nan
     if problem and not getattr(objective, "negate", True):
@@ -591,11 +599,13 @@ def run_large_batch(
         )
         optimal = math.nan
 
-    def evaluate(X: Tensor) -> tuple[Tensor, list[float]]:
-        x = unnormalize(X, bounds)
-        y = _observations(objective(x), X.shape[0]).to(X)
-        # A test problem's noise-free values (negated as its observations).
-        true = objective(x, noise=False).reshape(-1, 1) if problem else y
+    def evaluate(x: Tensor) -> tuple[Tensor, list[float]]:
+        # The objective draws its noise from the optimizer's torch stream, as
+        # it did from the loop's forked global one.
+        with optimizer.random_state():
+            y = _observations(objective(x), x.shape[0]).to(x)
+            # A test problem's noise-free values (negated as its observations).
+            true = objective(x, noise=False).reshape(-1, 1) if problem else y
         return y, true.squeeze(-1).tolist()
 
     trace = LargeBatchTrace(
@@ -604,65 +614,50 @@ def run_large_batch(
         q=q,
         num_initial=num_initial,
     )
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        try:
-            _loop(
-                trace, evaluate, surrogate, unit, evaluations, q, num_initial,
-                num_candidates, num_local, num_incumbents, trust_region,
-                num_regions, seed,
-                time_cap, max_failed_batches, generator, progress, bounds,
-            )  # fmt: skip
-        except KeyboardInterrupt:
-            warnings.warn(
-                f"Interrupted: the trace holds the {trace.num_batches} batches "
-                "evaluated so far.",
-                BotorchWarning,
-                stacklevel=2,
-            )
-            trace.stopped_reason = "interrupted"
-        except Exception as e:
-            e.trace = trace  # what was done, for the caller to keep
-            e.add_note(
-                f"run_large_batch: the trace of the {trace.num_batches} batches "
-                "evaluated so far is attached to this exception as `.trace`."
-            )
-            raise
+    try:
+        _loop(
+            trace, optimizer, evaluate, evaluations, time_cap, max_failed_batches,
+            progress,
+        )  # fmt: skip
+    except KeyboardInterrupt:
+        warnings.warn(
+            f"Interrupted: the trace holds the {trace.num_batches} batches "
+            "evaluated so far.",
+            BotorchWarning,
+            stacklevel=2,
+        )
+        trace.stopped_reason = "interrupted"
+    except Exception as e:
+        e.trace = trace  # what was done, for the caller to keep
+        e.add_note(
+            f"run_large_batch: the trace of the {trace.num_batches} batches "
+            "evaluated so far is attached to this exception as `.trace`."
+        )
+        raise
     return trace
 
 
 def _loop(
     trace: LargeBatchTrace,
+    optimizer: LargeBatchOptimizer,
     evaluate: Callable[[Tensor], tuple[Tensor, list[float]]],
-    surrogate: Surrogate,
-    unit: Tensor,
     evaluations: int,
-    q: int,
-    num_initial: int,
-    num_candidates: int,
-    num_local: int,
-    num_incumbents: int,
-    trust_region: bool,
-    num_regions: int,
-    seed: int,
     time_cap: float | None,
     max_failed_batches: int,
-    generator: torch.Generator,
     progress: bool,
-    bounds: Tensor,
 ) -> None:
-    # The loop of ``run_large_batch``, filling ``trace`` as it goes.
-    d = unit.shape[-1]
-    X = draw_sobol_samples(unit, n=num_initial, q=1, seed=seed).squeeze(1)
-    Y, initial = evaluate(X)
+    # The loop of ``run_large_batch``: ask, evaluate, tell, filling ``trace``.
+    num_initial, q = optimizer.num_initial, optimizer.q
+    x = optimizer.ask(num_initial)
+    y, initial = evaluate(x)
+    optimizer.tell(x, y)
     trace.initial_best = _finite_max(initial)
-    keep = torch.isfinite(Y).squeeze(-1)
-    if not bool(keep.any()):
+    Y = optimizer.train_Y
+    if Y.shape[0] == 0:
         raise InputDataError(
             f"Every point of the initial design ({num_initial} points) failed: the "
             "objective returned NaN or infinite values."
         )
-    X, Y = X[keep], Y[keep]
     if float(Y.std()) <= 1e-8 * max(1.0, float(Y.abs().max())) and Y.shape[0] > 1:
         warnings.warn(
             f"The initial design's observations are (nearly) constant (spread "
@@ -672,14 +667,7 @@ def _loop(
             stacklevel=3,
         )
     evaluated = num_initial
-    # One scrambled sequence for every candidate set of the run (scrambling
-    # a new one per batch cost more than the paths in 6 dimensions).
-    engine = SobolEngine(d, scramble=True, seed=seed)
-    engine.fast_forward(num_initial)
-    regions = TrustRegions(d, q, num_regions, engine=engine, generator=generator)
     failed_in_a_row = 0
-    new_X, owner = X[:0], torch.zeros(0, dtype=torch.long)
-    counts = getattr(surrogate, "counts", None)
     bar = tqdm(
         total=evaluations,
         initial=evaluated,
@@ -692,39 +680,11 @@ def _loop(
                 trace.stopped_at_cap, trace.stopped_reason = True, "time cap"
                 break
         b = min(q, evaluations - evaluated)
-        start = time.process_time()
-        model = surrogate(X, Y)
-        fitted = time.process_time()
-        if not isinstance(model, Model):
-            raise InputDataError(
-                f"The surrogate returned {type(model).__name__}, not a BoTorch Model."
-            )
-        refitted = counts is not None and counts.last in ("built", "refit")
-        if trust_region:
-            if not regions.centres:
-                regions.start(model, X, num_candidates)
-            elif new_X.shape[0] > 0:
-                # Success: a mean better by 1% of the observations' spread.
-                tolerance = 0.01 * float(Y.std())
-                regions.update(model, new_X, owner, num_candidates, tolerance)
-            located = time.process_time()
-            candidates, region = regions.candidates(model, num_candidates)
-            owners = torch.arange(num_regions).repeat_interleave(
-                candidates.shape[0] // num_regions
-            )
-        else:
-            region = unit
-            incumbents = posterior_incumbents(model, X, num_incumbents)
-            located = time.process_time()
-            candidates = candidate_set(
-                incumbents, unit, num_candidates, generator=generator
-            )
-        batch = thompson_batch(
-            model, candidates, b, region, num_local=num_local, generator=generator
-        )
-        done = time.process_time()
-        y, true = evaluate(batch.X)
+        x = optimizer.ask(b)
+        record = optimizer.last_ask
+        y, true = evaluate(x)
         keep = torch.isfinite(y).squeeze(-1)
+        optimizer.tell(x, y)
         evaluated += b
         trace.values.extend(
             v if k else math.nan for v, k in zip(true, keep.tolist(), strict=True)
@@ -732,27 +692,26 @@ def _loop(
         trace.batch_best.append(
             _finite_max([v for v, k in zip(true, keep.tolist(), strict=True) if k])
         )
-        trace.model_seconds.append(fitted - start)
-        trace.refit_seconds.append(fitted - start if refitted else 0.0)
-        trace.refitted.append(refitted)
-        trace.incumbent_seconds.append(located - fitted)
-        trace.batch_seconds.append(done - located)
-        trace.train_size.append(X.shape[0])
-        index = getattr(model, "inducing_index", None)
-        trace.inducing_size.append(0 if index is None else int(index.numel()))
-        trace.distinct_argmaxes.append(batch.distinct_argmaxes)
-        trace.distinct_points.append(int(batch.X.unique(dim=0).shape[0]))
+        trace.model_seconds.append(record.model_seconds)
+        trace.refit_seconds.append(record.model_seconds if record.refitted else 0.0)
+        trace.refitted.append(record.refitted)
+        trace.incumbent_seconds.append(record.incumbent_seconds)
+        trace.batch_seconds.append(record.fantasy_seconds + record.batch_seconds)
+        trace.train_size.append(record.train_size)
+        trace.inducing_size.append(record.inducing_size)
+        trace.distinct_argmaxes.append(record.distinct_argmaxes)
+        trace.distinct_points.append(int(x.unique(dim=0).shape[0]))
         trace.failed.append(int((~keep).sum()))
-        trace.region_length.append(max(regions.lengths) if trust_region else math.nan)
+        regions = optimizer.regions
+        trace.region_length.append(
+            max(regions.lengths) if optimizer.trust_region else math.nan
+        )
         trace.restarts.append(regions.restarts)
         trace.evaluated.append(evaluated)
-        trace.X.append(unnormalize(batch.X, bounds))
-        new_X = batch.X[keep]
-        if trust_region:
-            owner = owners[batch.argmax.cpu()][keep.cpu()]
-        X, Y = torch.cat([X, new_X]), torch.cat([Y, y[keep]])
+        trace.X.append(x)
         bar.update(b)
-        bar.set_postfix(best=f"{float(trace.best_value[-1]):.4g}", n=X.shape[0])
+        n = optimizer.train_X.shape[0]
+        bar.set_postfix(best=f"{float(trace.best_value[-1]):.4g}", n=n)
         failed_in_a_row = 0 if bool(keep.any()) else failed_in_a_row + 1
         if failed_in_a_row > 0:
             warnings.warn(

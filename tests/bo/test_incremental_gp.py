@@ -436,3 +436,47 @@ def test_a_cap_the_caller_set_is_not_warned_at_every_refit():
         IncrementalGP(model_kwargs={"inducing": RidgeLeverageSampler(max_size=10)})(
             X, Y
         )
+
+
+@pytest.mark.parametrize("grow", [False, True])
+def test_a_saved_state_restores_the_same_model_and_schedule(tmp_path, grow):
+    # Saved between refits (after Woodbury steps), loaded from a data-only file
+    # into a new IncrementalGP, both then take the same calls: same models.
+    torch.manual_seed(0)
+    X = torch.rand(400, 4, dtype=torch.double)
+    Y = X.sin().sum(-1, keepdim=True) + 0.1 * torch.randn(400, 1, dtype=torch.double)
+
+    def surrogate():
+        return IncrementalGP(
+            refit_every=1, refit_growth=1.0, drift_tolerance=None, max_inducing=48,
+            grow_between_refits=grow, hyperparameter_subset=100,
+        )  # fmt: skip
+
+    saved = surrogate()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for n in (20, 30, 60, 150, 170, 190):
+            torch.manual_seed(n)
+            saved(X[:n], Y[:n])
+        assert saved.counts.last == "conditioned"
+        torch.save(saved.state_dict(), tmp_path / "gp.pt")
+        loaded = surrogate()
+        loaded.load_state_dict(
+            torch.load(tmp_path / "gp.pt", weights_only=True), X[:190], Y[:190]
+        )
+        T = torch.rand(30, 4, dtype=torch.double)
+        for n in (None, 200, 320, 330):
+            if n is not None:
+                torch.manual_seed(n)
+                saved(X[:n], Y[:n])
+                torch.manual_seed(n)
+                loaded(X[:n], Y[:n])
+                assert loaded.counts.last == saved.counts.last
+            with torch.no_grad():
+                a, b = saved.model.posterior(T), loaded.model.posterior(T)
+            assert torch.equal(a.mean, b.mean) and torch.equal(a.variance, b.variance)
+            assert torch.equal(saved.model.inducing_index, loaded.model.inducing_index)
+    with pytest.raises(InputDataError, match="trained on 330 rows"):
+        surrogate().load_state_dict(saved.state_dict(), X[:10], Y[:10])
+    with pytest.raises(InputDataError, match="Not an IncrementalGP state"):
+        surrogate().load_state_dict({"steps": []}, X, Y)

@@ -1,0 +1,235 @@
+"""The ask/tell optimizer, its checkpoints, and run_large_batch as a loop over it."""
+
+import json
+import math
+import warnings
+from pathlib import Path
+
+import pytest
+import torch
+from botorch.exceptions.errors import InputDataError
+from botorch.test_functions import Hartmann
+
+from botorch_sketch.bo import LargeBatchOptimizer, default_surrogate, run_large_batch
+from botorch_sketch.bo import ask_tell as ask_tell_module
+from botorch_sketch.bo.checkpoint import VERSION, CheckpointError, load_checkpoint
+
+D = 3
+DATA = "data/large_batch_trace.json"
+BOUNDS = torch.tensor([[-1.0, 0.0, 2.0], [1.0, 2.0, 5.0]], dtype=torch.double)
+
+
+def _f(X):
+    # A smooth deterministic objective on BOUNDS (maximised at its centre).
+    centre = BOUNDS.mean(0)
+    return -((X - centre) / (BOUNDS[1] - BOUNDS[0])).square().sum(-1)
+
+
+def _optimizer(**kwargs):
+    settings = dict(
+        q=4, num_initial=6, num_candidates=64, num_local=4, seed=1,
+        surrogate=default_surrogate(max_inducing=32),
+    )  # fmt: skip
+    settings.update(kwargs)
+    return LargeBatchOptimizer(BOUNDS, **settings)
+
+
+def _keys(X):
+    return {tuple(x.tolist()) for x in X}
+
+
+@pytest.fixture(autouse=True)
+def _quiet():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        yield
+
+
+@pytest.mark.slow
+def test_run_large_batch_repeats_the_trace_recorded_before_the_refactor():
+    # Recorded by main's run_large_batch before it became a loop over
+    # LargeBatchOptimizer (see the file's "command").
+    recorded = json.loads((Path(__file__).parent / DATA).read_text())
+    for name, kwargs in {
+        "tr": dict(trust_region=True),
+        "global": dict(trust_region=False, num_initial=20),
+    }.items():
+        problem = Hartmann(dim=6, noise_std=0.1, negate=True)
+        trace = run_large_batch(
+            problem, problem.bounds, evaluations=60, q=10, num_candidates=200,
+            seed=3, progress=False, **kwargs,
+        )  # fmt: skip
+        X = torch.tensor(recorded[name]["X"], dtype=torch.double)
+        assert torch.equal(torch.cat(trace.X), X), name
+        assert trace.values == recorded[name]["values"], name
+
+
+def test_out_of_order_partial_and_failed_results():
+    optimizer = _optimizer()
+    design = optimizer.ask(6)
+    assert design.shape == (6, D) and optimizer.pending.shape == (6, D)
+    assert bool(((design >= BOUNDS[0]) & (design <= BOUNDS[1])).all())
+    # Three results, reversed; one NaN, one flagged failed with a finite value.
+    told = design[[4, 1, 0]]
+    y = _f(told)
+    y[1] = math.nan
+    optimizer.tell(told, y, failed=torch.tensor([False, False, True]))
+    assert optimizer.num_told == 3 and optimizer.num_failed == 2
+    assert optimizer.train_X.shape[0] == 1
+    assert torch.allclose(optimizer.best()[0], design[4])
+    assert optimizer.pending.shape == (3, D)
+    # Proposals from a model of one observation, three points still pending.
+    more = optimizer.ask(3)
+    assert optimizer.last_ask.pending == 3 and optimizer.last_ask.train_size == 1
+    optimizer.tell(design[[5, 2, 3]], _f(design[[5, 2, 3]]).unsqueeze(-1))
+    optimizer.tell(more[[2, 0]], _f(more[[2, 0]]))
+    later = optimizer.ask(5)
+    asked = torch.cat([design, more, later])
+    assert len(_keys(asked)) == asked.shape[0]  # nothing proposed twice
+    assert optimizer.num_told == 8 and optimizer.pending.shape == (6, D)
+    assert optimizer.train_X.shape[0] == 6
+    # The failed points are recorded as NaN and never modelled.
+    failed = optimizer.told_Y.isnan().squeeze(-1)
+    assert int(failed.sum()) == 2
+    modelled = _keys(optimizer.train_X)
+    assert not (_keys(optimizer.told_X[failed]) & modelled)
+
+
+def test_pending_points_are_never_proposed_twice(monkeypatch):
+    optimizer = _optimizer(pending="exclude")
+    X = optimizer.ask(6)
+    optimizer.tell(X, _f(X))
+    first = optimizer.ask(4)
+    # A Thompson batch that returns a pending point and a repeat of its own.
+    original = ask_tell_module.LargeBatchOptimizer._unrepeated
+
+    def repeating(self, X):
+        X = X.clone()
+        X[0] = self._pending[next(iter(self._pending))][0]
+        X[1] = X[2]
+        return original(self, X)
+
+    monkeypatch.setattr(ask_tell_module.LargeBatchOptimizer, "_unrepeated", repeating)
+    second = optimizer.ask(4)
+    assert optimizer.last_ask.moved == 2
+    asked = torch.cat([X, first, second])
+    assert len(_keys(asked)) == asked.shape[0]
+    # Told points are not proposed again either, and a point is told once.
+    optimizer.tell(first, _f(first))
+    with pytest.raises(InputDataError, match="told already"):
+        optimizer.tell(first[:1], _f(first[:1]))
+
+
+def test_the_sampled_model_is_conditioned_on_pending_points():
+    # With every earlier proposal pending, the sampled model is conditioned on
+    # them at the posterior mean: its variance there falls (as one more noisy
+    # observation allows), and the mean is unchanged.
+    optimizer = _optimizer()
+    X = optimizer.ask(6)
+    optimizer.tell(X, _f(X))
+    optimizer.ask(4)
+    model = optimizer.surrogate.model
+    fantasy = optimizer._fantasy(model)
+    P = torch.stack([x for x, _, _ in optimizer._pending.values()])
+    with torch.no_grad():
+        before, after = model.posterior(P), fantasy.posterior(P)
+    assert torch.allclose(before.mean, after.mean, atol=1e-6)
+    assert bool((after.variance < before.variance).all())
+
+
+def test_bad_input_is_named():
+    optimizer = _optimizer()
+    X = optimizer.ask(6)
+    with pytest.raises(InputDataError, match="b x 3"):
+        optimizer.tell(X[:, :2], _f(X))
+    with pytest.raises(InputDataError, match="shape"):
+        optimizer.tell(X, _f(X)[:3])
+    with pytest.raises(InputDataError, match="failed"):
+        optimizer.tell(X, _f(X), failed=torch.zeros(6))
+    with pytest.raises(InputDataError, match="twice"):
+        optimizer.tell(X[[0, 0]], _f(X[[0, 0]]))
+    with pytest.raises(InputDataError, match="pending"):
+        _optimizer(pending="maybe")
+    with pytest.raises(InputDataError, match="bounds"):
+        LargeBatchOptimizer(BOUNDS.flip(0))
+
+
+def _run(optimizer, batches, record, save_at=None, path=None):
+    # A synchronous loop: ask q, evaluate, tell; optionally save after an ask
+    # (points in flight) and stop there, as a kill would.
+    for i in range(batches):
+        X = optimizer.ask(optimizer.q if optimizer.asks else optimizer.num_initial)
+        record.append(X)
+        if save_at == i:
+            optimizer.save(path)
+            return
+        optimizer.tell(X[1:], _f(X[1:]))  # out of order: the first one last
+        optimizer.tell(X[:1], _f(X[:1]))
+
+
+@pytest.mark.slow
+def test_a_resumed_run_makes_the_uninterrupted_runs_proposals(tmp_path):
+    path = tmp_path / "run.pt"
+    full: list = []
+    _run(_optimizer(), 9, full)
+    cut: list = []
+    _run(_optimizer(), 9, cut, save_at=5, path=path)
+    resumed = LargeBatchOptimizer.load(
+        path, BOUNDS, q=4, num_initial=6, num_candidates=64, num_local=4, seed=1,
+        surrogate=default_surrogate(max_inducing=32),
+    )  # fmt: skip
+    assert resumed.pending.shape == (4, D)
+    again = resumed.ask(4)  # the points in flight at the kill, re-issued
+    assert torch.equal(again, cut[-1])
+    resumed.tell(again[1:], _f(again[1:]))
+    resumed.tell(again[:1], _f(again[:1]))
+    rest: list = []
+    _run(resumed, 3, rest)
+    assert torch.equal(torch.cat(cut + rest), torch.cat(full))
+    # Every result told once, none lost.
+    assert resumed.num_told == torch.cat(full).shape[0]
+    assert len(_keys(resumed.told_X)) == resumed.num_told
+
+
+def test_foreign_wrong_version_and_wrong_dimension_checkpoints_are_refused(tmp_path):
+    optimizer = _optimizer()
+    X = optimizer.ask(6)
+    optimizer.tell(X, _f(X))
+    path = tmp_path / "ok.pt"
+    optimizer.save(path)
+    state = load_checkpoint(path)
+    assert state["train_X"].shape == (6, D)
+    # Another format.
+    torch.save({"weights": torch.zeros(3)}, tmp_path / "foreign.pt")
+    with pytest.raises(CheckpointError, match="not a .* checkpoint"):
+        load_checkpoint(tmp_path / "foreign.pt")
+    # Code in the file: refused, not run.
+    torch.save({"format": Path("x")}, tmp_path / "code.pt")
+    with pytest.raises(CheckpointError, match="data-only"):
+        load_checkpoint(tmp_path / "code.pt")
+    (tmp_path / "junk.pt").write_bytes(b"not a checkpoint")
+    with pytest.raises(CheckpointError, match="data-only"):
+        load_checkpoint(tmp_path / "junk.pt")
+    # Another version.
+    payload = torch.load(path, weights_only=True)
+    payload["version"] = VERSION + 1
+    torch.save(payload, tmp_path / "future.pt")
+    with pytest.raises(CheckpointError, match="version"):
+        load_checkpoint(tmp_path / "future.pt")
+    # Another dimension, other settings.
+    wide = torch.stack([torch.zeros(4), torch.ones(4)]).double()
+    with pytest.raises(CheckpointError, match="3-dimensional"):
+        LargeBatchOptimizer.load(path, wide, q=4, num_initial=6)
+    with pytest.raises(CheckpointError, match="seed"):
+        LargeBatchOptimizer.load(
+            path, BOUNDS, q=4, num_initial=6, num_candidates=64, num_local=4, seed=2
+        )
+    # A state with a malformed part.
+    payload = torch.load(path, weights_only=True)
+    payload["state"]["train_X"] = torch.zeros(2, 5)
+    torch.save(payload, tmp_path / "torn.pt")
+    with pytest.raises(CheckpointError, match="train_X"):
+        LargeBatchOptimizer.load(
+            tmp_path / "torn.pt", BOUNDS, q=4, num_initial=6, num_candidates=64,
+            num_local=4, seed=1, surrogate=default_surrogate(max_inducing=32),
+        )  # fmt: skip
