@@ -1,0 +1,117 @@
+"""Asynchronous large-batch Thompson sampling on a local Ray instance."""
+
+import math
+import os
+import signal
+import sys
+import warnings
+from functools import partial
+
+import pytest
+import torch
+from botorch.exceptions.errors import InputDataError
+
+from botorch_sketch.bo import LargeBatchOptimizer, default_surrogate
+
+ray = pytest.importorskip("ray")
+
+from botorch_sketch.integrations.ray_async import run_on_ray  # noqa: E402
+
+BOUNDS = torch.tensor([[0.0, 0.0, 0.0], [1.0, 2.0, 1.0]], dtype=torch.double)
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    # The objectives below run on the workers, which cannot import this test
+    # module: ship them by value.
+    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    yield ray
+    ray.cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
+    ray.shutdown()
+
+
+@pytest.fixture(autouse=True)
+def _quiet():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        yield
+
+
+def _f(X):
+    return -(X - 0.3).square().sum(-1)
+
+
+def _killed_once(marker, X):
+    # Kills its own worker the first time it sees a point past the design.
+    if X[0, 0] > 0.0 and not os.path.exists(marker):
+        open(marker, "w").close()
+        os.kill(os.getpid(), signal.SIGKILL)
+    return _f(X)
+
+
+def _fails_on_the_left(X):
+    if float(X[0, 0]) < 0.25:
+        raise ValueError("simulator diverged")
+    return math.nan if float(X[0, 1]) > 1.8 else _f(X)
+
+
+def _optimizer():
+    return LargeBatchOptimizer(
+        BOUNDS, q=4, num_initial=4, num_candidates=64, num_local=4, seed=0,
+        surrogate=default_surrogate(max_inducing=32),
+    )  # fmt: skip
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("max_retries", [1, 0])
+def test_a_killed_worker_retries_or_fails_its_point(local_ray, tmp_path, max_retries):
+    optimizer = _optimizer()
+    marker = str(tmp_path / "killed")
+    report = run_on_ray(
+        optimizer, partial(_killed_once, marker), workers=2, evaluations=14,
+        max_retries=max_retries, checkpoint=tmp_path / "run.pt", progress=False,
+    )  # fmt: skip
+    assert os.path.exists(marker) and report.workers_lost == 1
+    # Every point asked was told exactly once; nothing pending, nothing lost.
+    assert report.evaluations == 14 == optimizer.num_told
+    assert optimizer.pending.shape[0] == 0
+    assert len({tuple(x.tolist()) for x in optimizer.told_X}) == 14
+    if max_retries:
+        assert report.retried >= 1 and report.failed == 0
+    else:
+        assert report.retried == 0 and report.failed >= 1
+    assert 0.0 < report.utilisation <= 1.0
+    # The checkpoint holds the final state.
+    resumed = LargeBatchOptimizer.load(
+        tmp_path / "run.pt", BOUNDS, q=4, num_initial=4, num_candidates=64,
+        num_local=4, seed=0, surrogate=default_surrogate(max_inducing=32),
+    )  # fmt: skip
+    assert torch.equal(resumed.told_X, optimizer.told_X)
+
+
+@pytest.mark.slow
+def test_failures_are_told_and_a_resumed_run_goes_on(local_ray, tmp_path):
+    optimizer = _optimizer()
+    path = tmp_path / "run.pt"
+    first = run_on_ray(
+        optimizer, _fails_on_the_left, workers=2, evaluations=10, checkpoint=path,
+        progress=False,
+    )  # fmt: skip
+    assert first.evaluations == 10 and first.failed >= 1
+    assert optimizer.num_failed == first.failed
+    resumed = LargeBatchOptimizer.load(
+        path, BOUNDS, q=4, num_initial=4, num_candidates=64, num_local=4, seed=0,
+        surrogate=default_surrogate(max_inducing=32),
+    )  # fmt: skip
+    second = run_on_ray(resumed, _fails_on_the_left, workers=2, evaluations=6,
+                        progress=False)  # fmt: skip
+    assert second.evaluations == 6 and resumed.num_told == 16
+    assert len({tuple(x.tolist()) for x in resumed.told_X}) == 16
+
+
+def test_bad_arguments_are_named():
+    with pytest.raises(InputDataError, match="LargeBatchOptimizer"):
+        run_on_ray(object(), _f)
+    with pytest.raises(InputDataError, match="workers"):
+        run_on_ray(_optimizer(), _f, workers=0)
