@@ -25,6 +25,7 @@ from botorch_sketch.bo.large_batch import (
     posterior_incumbents,
     run_large_batch,
     thompson_batch,
+    trace_from_checkpoint,
 )
 from botorch_sketch.bo.regions import TrustRegions
 from botorch_sketch.bo.sampling import path_values, posterior_means
@@ -55,6 +56,7 @@ __all__ = [
     "posterior_incumbents",
     "run_large_batch",
     "thompson_batch",
+    "trace_from_checkpoint",
     "IncrementalGP",
     "TurboState",
     "UpdateCounts",

@@ -67,6 +67,25 @@ from botorch_sketch.checks import checked_count
 #: How the model a proposal samples from treats pending points.
 PENDING_MODES = ("fantasize", "exclude")
 
+#: The columns of :attr:`LargeBatchOptimizer.log`, one row per ask that used
+#: the model: results told before it, points it proposed, its seconds, and the
+#: model's and regions' state.
+LOG_COLUMNS = (
+    "told",
+    "asked",
+    "model_seconds",
+    "refitted",
+    "incumbent_seconds",
+    "fantasy_seconds",
+    "batch_seconds",
+    "train_size",
+    "inducing_size",
+    "distinct_argmaxes",
+    "region_length",
+    "restarts",
+    "pending",
+)
+
 
 @dataclasses.dataclass
 class AskRecord:
@@ -208,6 +227,8 @@ class LargeBatchOptimizer:
         self._new_owner = torch.zeros(0, dtype=torch.long)
         self.last_ask = AskRecord()
         self.asks = 0
+        # One row per ask that used the model (see ``LOG_COLUMNS``).
+        self.log: list[list[float]] = []
 
     # ----------------------------------------------------------- streams
 
@@ -379,6 +400,24 @@ class LargeBatchOptimizer:
         record.inducing_size = 0 if index is None else int(index.numel())
         record.distinct_argmaxes = batch.distinct_argmaxes
         self.last_ask = record
+        lengths = self.regions.lengths if self.trust_region else [math.nan]
+        self.log.append(
+            [
+                float(self.num_told),
+                float(b),
+                record.model_seconds,
+                float(record.refitted),
+                record.incumbent_seconds,
+                record.fantasy_seconds,
+                record.batch_seconds,
+                float(record.train_size),
+                float(record.inducing_size),
+                float(record.distinct_argmaxes),
+                float(max(lengths)),
+                float(self.regions.restarts),
+                float(record.pending),
+            ]
+        )
         return proposals, owner
 
     def _fantasy(self, model: Model) -> Model:
@@ -571,6 +610,9 @@ class LargeBatchOptimizer:
             },
             "surrogate": surrogate,
             "asks": self.asks,
+            "log": torch.tensor(self.log, dtype=torch.double).reshape(
+                -1, len(LOG_COLUMNS)
+            ),
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -626,6 +668,7 @@ class LargeBatchOptimizer:
         self.regions.collapsed = list(regions["collapsed"])
         self.regions.restarts = int(regions["restarts"])
         self.asks = int(state["asks"])
+        self.log = state["log"].tolist()
         raw_told = unnormalize(self.told_X, self.bounds)
         self._told_keys = {_key(x) for x in raw_told}
         self._seen = {_key(x) for x in self.told_X}

@@ -58,6 +58,7 @@ import math
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 import torch
@@ -68,6 +69,7 @@ from botorch.models.model import Model
 from botorch.sampling.pathwise import draw_matheron_paths
 from botorch.test_functions.base import BaseTestProblem
 from botorch.utils.sampling import draw_sobol_samples
+from botorch.utils.transforms import unnormalize
 from torch import Tensor
 from tqdm.auto import tqdm
 
@@ -727,13 +729,83 @@ def _loop(
     bar.close()
 
 
+def trace_from_checkpoint(
+    checkpoint: str | Path | dict, optimal_value: float = math.nan
+) -> LargeBatchTrace:
+    r"""The :class:`LargeBatchTrace` of a :class:`LargeBatchOptimizer` checkpoint.
+
+    One entry per ask that used the model: the results told between it and
+    the next such ask are its batch (in a synchronous run, exactly its
+    points; in an asynchronous one, what returned in between). The values are
+    the observations as told (with their noise: the checkpoint holds no
+    noise-free values), the seconds the asks' own.
+
+    Args:
+        checkpoint: A checkpoint's path, or its loaded state
+            (:func:`~botorch_sketch.bo.checkpoint.load_checkpoint`).
+        optimal_value: The problem's maximum, if known.
+
+    Returns:
+        The trace (its ``X`` in the unit cube's image under the saved bounds).
+    """
+    from botorch_sketch.bo.ask_tell import LOG_COLUMNS
+    from botorch_sketch.bo.checkpoint import CheckpointError, load_checkpoint
+
+    state = checkpoint if isinstance(checkpoint, dict) else load_checkpoint(checkpoint)
+    try:
+        config, told_X, told_Y = state["config"], state["told_X"], state["told_Y"]
+        log = state["log"]
+        bounds = config["bounds"]
+    except (KeyError, TypeError) as e:
+        raise CheckpointError(f"The checkpoint holds no run to trace ({e}).") from e
+    if log.dim() != 2 or log.shape[-1] != len(LOG_COLUMNS):
+        raise CheckpointError("The checkpoint's log is malformed.")
+    column = {name: log[:, i] for i, name in enumerate(LOG_COLUMNS)}
+    values = told_Y.squeeze(-1).tolist()
+    starts = [int(t) for t in column["told"].tolist()] + [len(values)]
+    trace = LargeBatchTrace(
+        optimal_value=float(optimal_value),
+        initial_best=_finite_max(values[: starts[0]]),
+        q=int(config["q"]),
+        num_initial=int(config["num_initial"]),
+        values=values,
+    )
+    X = unnormalize(told_X, bounds)
+    for k in range(log.shape[0]):
+        a, b = starts[k], max(starts[k], starts[k + 1])
+        window = values[a:b]
+        trace.batch_best.append(_finite_max(window))
+        trace.model_seconds.append(float(column["model_seconds"][k]))
+        refitted = bool(column["refitted"][k])
+        trace.refitted.append(refitted)
+        trace.refit_seconds.append(trace.model_seconds[-1] if refitted else 0.0)
+        trace.incumbent_seconds.append(float(column["incumbent_seconds"][k]))
+        trace.batch_seconds.append(
+            float(column["fantasy_seconds"][k] + column["batch_seconds"][k])
+        )
+        trace.train_size.append(int(column["train_size"][k]))
+        trace.inducing_size.append(int(column["inducing_size"][k]))
+        trace.distinct_argmaxes.append(int(column["distinct_argmaxes"][k]))
+        trace.distinct_points.append(b - a)
+        trace.failed.append(sum(not math.isfinite(v) for v in window))
+        trace.region_length.append(float(column["region_length"][k]))
+        trace.restarts.append(int(column["restarts"][k]))
+        trace.evaluated.append(b)
+        trace.X.append(X[a:b])
+    return trace
+
+
 def plot_large_batch(
-    traces: dict[str, list[LargeBatchTrace]], path: str | None = None, title: str = ""
+    traces: dict[str, list[LargeBatchTrace | str | Path]],
+    path: str | None = None,
+    title: str = "",
 ) -> Figure:
     r"""Best value against evaluations and against CPU seconds; seconds per batch.
 
     Args:
-        traces: Runs by label; each a list over seeds (the mean is drawn).
+        traces: Runs by label; each a list over seeds (the mean is drawn) of
+            traces or of :class:`LargeBatchOptimizer` checkpoints' paths (read
+            by :func:`trace_from_checkpoint`).
         path: Where to write the figure; None writes none.
         title: The figure's title.
 
@@ -742,6 +814,13 @@ def plot_large_batch(
     """
     from matplotlib.figure import Figure
 
+    traces = {
+        label: [
+            r if isinstance(r, LargeBatchTrace) else trace_from_checkpoint(r)
+            for r in runs
+        ]
+        for label, runs in traces.items()
+    }
     fig = Figure(figsize=(15, 4))
     axes = fig.subplots(1, 3)
     for label, runs in traces.items():

@@ -10,7 +10,13 @@ import torch
 from botorch.exceptions.errors import InputDataError
 from botorch.test_functions import Hartmann
 
-from botorch_sketch.bo import LargeBatchOptimizer, default_surrogate, run_large_batch
+from botorch_sketch.bo import (
+    LargeBatchOptimizer,
+    default_surrogate,
+    plot_large_batch,
+    run_large_batch,
+    trace_from_checkpoint,
+)
 from botorch_sketch.bo import ask_tell as ask_tell_module
 from botorch_sketch.bo.checkpoint import VERSION, CheckpointError, load_checkpoint
 
@@ -233,3 +239,25 @@ def test_foreign_wrong_version_and_wrong_dimension_checkpoints_are_refused(tmp_p
             tmp_path / "torn.pt", BOUNDS, q=4, num_initial=6, num_candidates=64,
             num_local=4, seed=1, surrogate=default_surrogate(max_inducing=32),
         )  # fmt: skip
+
+
+def test_a_checkpoint_gives_the_runs_trace_and_plot(tmp_path):
+    optimizer = _optimizer()
+    batches: list = []
+    _run(optimizer, 4, batches)
+    path = tmp_path / "run.pt"
+    optimizer.save(path)
+    trace = trace_from_checkpoint(path)
+    # One batch per ask after the design, with its own points and values, in
+    # the order told (``_run`` tells each batch's first point last).
+    assert trace.num_batches == 3 and trace.evaluated == [10, 14, 18]
+    told = [torch.cat([X[1:], X[:1]]) for X in batches]
+    for got, asked in zip(trace.X, told[1:], strict=True):
+        assert torch.allclose(got, asked)
+    values = torch.cat([_f(X) for X in told])
+    assert torch.allclose(torch.tensor(trace.values, dtype=torch.double), values)
+    assert float(trace.best_value[-1]) == pytest.approx(float(values.max()))
+    assert trace.initial_best == pytest.approx(float(values[:6].max()))
+    assert bool((trace.iteration_seconds > 0).all())
+    figure = plot_large_batch({"ask/tell": [path]}, str(tmp_path / "run.png"))
+    assert (tmp_path / "run.png").stat().st_size > 0 and figure.axes
