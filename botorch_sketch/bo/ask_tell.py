@@ -547,6 +547,13 @@ class LargeBatchOptimizer:
         X = X.detach().to(self.bounds)
         if not bool(torch.isfinite(X).all()):
             raise InputDataError("X contains NaN or infinite values.")
+        slack = 1e-9 * (self.bounds[1] - self.bounds[0])
+        outside = (X < self.bounds[0] - slack) | (X > self.bounds[1] + slack)
+        if bool(outside.any()):
+            row = int(outside.any(-1).nonzero()[0])
+            raise InputDataError(
+                f"X's row {row} ({X[row].tolist()}) lies outside the bounds."
+            )
         return X
 
     # --------------------------------------------------------------- state

@@ -49,6 +49,10 @@ def save_checkpoint(state: dict[str, Any], path: str | Path) -> None:
     payload = {"format": FORMAT, "version": VERSION, "state": state}
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        # mkstemp makes the file private; the checkpoint gets a plain file's mode.
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
         with os.fdopen(fd, "wb") as f:
             torch.save(payload, f)
             f.flush()

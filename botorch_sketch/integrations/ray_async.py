@@ -164,6 +164,7 @@ def run_on_ray(
     report = RayRunReport(workers=workers)
     bar = tqdm(total=evaluations, desc="async TS on Ray", disable=not progress)
     submitted = 0  # points handed out by this call, retries not counted
+    start: float | None = None
 
     def submit(i: int, x: Tensor, attempts: int) -> None:
         flight[actors[i].evaluate.remote(x)] = (i, x, attempts)
@@ -180,8 +181,10 @@ def run_on_ray(
         for x in X:
             submit(min(range(workers), key=load.__getitem__), x, 0)
 
-    start = time.perf_counter()
     try:
+        # The clock starts once every worker is up (has the objective).
+        ray.get([actor.ping.remote() for actor in actors])
+        start = time.perf_counter()
         fill()
         while flight:
             ready, _ = ray.wait(list(flight), num_returns=1)
@@ -226,7 +229,8 @@ def run_on_ray(
                 busy=f"{busy}/{workers}",
             )
     finally:
-        report.wall_seconds = time.perf_counter() - start
+        if start is not None:
+            report.wall_seconds = time.perf_counter() - start
         report.best_value = optimizer.best()[1]
         bar.close()
         for ref in flight:

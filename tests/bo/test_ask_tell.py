@@ -154,6 +154,8 @@ def test_bad_input_is_named():
         optimizer.tell(X, _f(X), failed=torch.zeros(6))
     with pytest.raises(InputDataError, match="twice"):
         optimizer.tell(X[[0, 0]], _f(X[[0, 0]]))
+    with pytest.raises(InputDataError, match="row 1 .* outside the bounds"):
+        optimizer.tell(torch.stack([X[0], BOUNDS[1] + 1]), torch.zeros(2))
     with pytest.raises(InputDataError, match="pending"):
         _optimizer(pending="maybe")
     with pytest.raises(InputDataError, match="bounds"):
