@@ -171,6 +171,9 @@ CATALOGUE: dict[str, tuple[str, dict[str, Budget]]] = {
             "exact": Budget("N = 1000, BoTorchSampler's exact GP", "30 min"),
             "large": Budget("N = 300, 1000, 2000, every sampler", "hours"),
             "mixed": Budget("mixed space with failed trials, N = 1000", "30 min"),
+            "mixed-unseen": Budget(
+                "two other mixed spaces (12, 18 parameters), N = 1000", "15 min"
+            ),
             "mixed-scratch": Budget("the mixed task, 100 trials, 5 seeds", "2 h"),
             "two-objective": Budget("hypervolume, 60 trials, 3 seeds", "1 h"),
             "two-objective-dtlz2": Budget("DTLZ2, 60 trials, 6 seeds", "2 h"),

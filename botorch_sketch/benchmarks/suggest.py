@@ -52,9 +52,16 @@ The ``two-objective-dtlz2`` budget runs the same on BoTorch's DTLZ2 (6
 parameters, no noise, 6 seeds), where five parameters matter only near the
 front.
 
+The ``mixed-unseen`` budget times ``SketchSampler`` and ``GPSampler`` in turns
+at N = 1000 on two mixed spaces unlike the mixed task, with more parameters,
+categorical choices and failed trials (``suggest_unseen``: ``wide``, 12
+parameters and 27% failed; ``categories``, 18 parameters with six categoricals
+of 3 to 10 choices and 37% failed).
+
 ``python -m botorch_sketch.benchmarks suggest --budget BUDGET`` with ``BUDGET`` one of
 ``small``, ``medium``, ``quality``, ``exact``, ``large``, ``mixed``,
-``mixed-scratch``, ``two-objective`` and ``two-objective-dtlz2``.
+``mixed-unseen``, ``mixed-scratch``, ``two-objective`` and
+``two-objective-dtlz2``.
 """
 
 from __future__ import annotations
@@ -121,6 +128,9 @@ class Budget:
     #: Whole two-objective studies (trials, seeds) for the hypervolume reached.
     pareto_trials: int = 0
     pareto_seeds: list[int] = field(default_factory=list)
+    #: Tasks timed one after another instead of ``task``: those of
+    #: ``suggest_unseen`` (mixed spaces the sampler was not tuned on).
+    tasks: tuple[str, ...] = ()
 
 
 BUDGETS = {
@@ -143,6 +153,12 @@ BUDGETS = {
     # suggestions of SketchSampler and GPSampler, with and without greenlet
     # (the latter alone only, so every method is timed alone too).
     "mixed": Budget([1000], 8, [SKETCH, GP, GP_NO_GREENLET], task="mixed"),
+    # Mixed spaces unlike the mixed task (more parameters and categorical
+    # choices, stepped and log integers, 27% and 37% failed trials): cold and
+    # warm suggestions at N = 1000 in turns (``suggest_unseen``).
+    "mixed-unseen": Budget(
+        [1000], 8, [SKETCH, GP], isolate=False, tasks=("wide", "categories")
+    ),
     # Whole 100-trial studies from an empty study on the mixed task, 5 seeds:
     # the best value and the failed trials (``suggest_scratch``).
     "mixed-scratch": Budget(
@@ -182,6 +198,8 @@ class Row:
     median: float
     mean: float
     seconds: list[float] = field(repr=False, default_factory=list)
+    #: The task, where a budget times several (``Budget.tasks``).
+    task: str = ""
 
 
 def _space() -> dict[str, Any]:
@@ -306,6 +324,10 @@ def _study(
     import optuna
     from optuna.trial import TrialState
 
+    from botorch_sketch.benchmarks import suggest_unseen
+
+    if task in suggest_unseen.TASKS:
+        return suggest_unseen.study(make_sampler(method), task, n)
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     space = _space() if task == "smooth" else _mixed_space()
     score = _score if task == "smooth" else _mixed_score
@@ -430,7 +452,7 @@ def render_regret(rows: list[RegretRow]) -> str:
     return "\n".join(lines)
 
 
-def _row(method: str, n: int, way: str, seconds: list[float]) -> Row:
+def _row(method: str, n: int, way: str, seconds: list[float], task: str = "") -> Row:
     rest = seconds[1:] or seconds
     return Row(
         method=method,
@@ -440,6 +462,7 @@ def _row(method: str, n: int, way: str, seconds: list[float]) -> Row:
         median=statistics.median(rest),
         mean=statistics.fmean(rest),
         seconds=seconds,
+        task=task,
     )
 
 
@@ -562,17 +585,11 @@ def run(budget_name: str = "small") -> list[Row]:
     torch.set_num_threads(1)
     try:
         for n in budget.sizes:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                steps = {m: _study(m, n, budget.task)[1] for m in turns}
-                seconds: dict[str, list[float]] = {m: [] for m in turns}
-                for r in range(budget.repeats):
-                    order = turns if r % 2 == 0 else turns[::-1]
-                    for m in order:
-                        seconds[m].append(steps[m]())
-            for m in turns:
-                rows.append(_row(m, n, "turns", seconds[m]))
-                print(_line(rows[-1]), flush=True)
+            for task in budget.tasks:
+                rows += _turns(turns, n, budget.repeats, task, label=task)
+            if budget.tasks:
+                continue
+            rows += _turns(turns, n, budget.repeats, budget.task)
             context = multiprocessing.get_context("spawn")
             for m in alone_methods:
                 if m in SEPARATE:
@@ -591,31 +608,56 @@ def run(budget_name: str = "small") -> list[Row]:
     return rows
 
 
+def _turns(
+    methods: list[str], n: int, repeats: int, task: str, label: str = ""
+) -> list[Row]:
+    # The methods taking turns (alternating order) on one study each.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        steps = {m: _study(m, n, task)[1] for m in methods}
+        seconds: dict[str, list[float]] = {m: [] for m in methods}
+        for r in range(repeats):
+            order = methods if r % 2 == 0 else methods[::-1]
+            for m in order:
+                seconds[m].append(steps[m]())
+    rows = [_row(m, n, "turns", seconds[m], task=label) for m in methods]
+    for row in rows:
+        print(_line(row), flush=True)
+    return rows
+
+
 def _line(row: Row) -> str:
+    task = f"{row.task:10s} " if row.task else ""
     return (
-        f"N={row.n:5d} {row.way:5s} {row.method:36s} first {row.first:7.2f} s  "
+        f"{task}N={row.n:5d} {row.way:5s} {row.method:36s} first {row.first:7.2f} s  "
         f"median {row.median:6.3f} s  mean {row.mean:6.3f} s"
     )
 
 
 def render(rows: list[Row], machine: str) -> str:
-    r"""Markdown: peer / ours ratios first, then absolute CPU seconds."""
-    by = {(r.method, r.n, r.way): r for r in rows}
+    r"""Markdown: peer / ours ratios first, then absolute CPU seconds.
+
+    With several tasks (``Budget.tasks``) each row names its task.
+    """
+    by = {(r.method, r.n, r.way, r.task): r for r in rows}
+    tasks = any(r.task for r in rows)
+    head, rule = ("| task ", "|---") if tasks else ("", "")
     lines = [
         "Seconds to suggest trial N, peer / ours (CPU seconds of one thread; "
         "median and mean over the suggestions after the first; cold: the "
         "first):",
         "",
-        "| N | timed | ours | peer | median ratio | mean ratio | cold ratio |",
-        "|---:|---|---|---|---:|---:|---:|",
+        f"{head}| N | timed | ours | peer | median ratio | mean ratio | cold ratio |",
+        f"{rule}|---:|---|---|---|---:|---:|---:|",
     ]
     for ours, peer in PAIRS:
-        for (method, n, way), row in by.items():
-            other = by.get((peer, n, way))
+        for (method, n, way, task), row in by.items():
+            other = by.get((peer, n, way, task))
             if method != ours or other is None:
                 continue
             lines.append(
-                f"| {n} | {way} | {ours} | {peer} | "
+                ("| " + task + " " if tasks else "")
+                + f"| {n} | {way} | {ours} | {peer} | "
                 f"{other.median / row.median:.1f} | {other.mean / row.mean:.1f} | "
                 f"{other.first / row.first:.2f} |"
             )
@@ -623,11 +665,12 @@ def render(rows: list[Row], machine: str) -> str:
         "",
         f"Absolute figures ({machine}):",
         "",
-        "| N | timed | method | first (cold) s | median s | mean s |",
-        "|---:|---|---|---:|---:|---:|",
+        f"{head}| N | timed | method | first (cold) s | median s | mean s |",
+        f"{rule}|---:|---|---|---:|---:|---:|",
     ]
     lines += [
-        f"| {r.n} | {r.way} | {r.method} | {r.first:.2f} | {r.median:.3f} | "
+        ("| " + r.task + " " if tasks else "")
+        + f"| {r.n} | {r.way} | {r.method} | {r.first:.2f} | {r.median:.3f} | "
         f"{r.mean:.3f} |"
         for r in rows
     ]

@@ -1,0 +1,136 @@
+import math
+
+import numpy as np
+import pytest
+import torch
+
+optuna = pytest.importorskip("optuna")
+
+from optuna_helpers import FAST  # noqa: E402
+
+from botorch_sketch.integrations.optuna import SketchSampler  # noqa: E402
+from botorch_sketch.integrations.optuna import state as state_module  # noqa: E402
+from botorch_sketch.integrations.optuna.acquisition import FAILURES  # noqa: E402
+from botorch_sketch.integrations.optuna.options import (  # noqa: E402
+    _LARGE_FIT_MAXITER,
+)
+from botorch_sketch.integrations.optuna.state import _POLISH_MAXITER  # noqa: E402
+
+NAME = "objective 0"
+
+
+def _study(sampler, n, seed=0):
+    # n - 1 random trials of a 5-parameter mixed space, a fifth of them FAIL.
+    from optuna.distributions import (
+        CategoricalDistribution,
+        FloatDistribution,
+        IntDistribution,
+    )
+    from optuna.trial import TrialState
+
+    space = {
+        "x": FloatDistribution(0.0, 1.0),
+        "y": FloatDistribution(1e-3, 1.0, log=True),
+        "k": IntDistribution(0, 100, step=4),
+        "c": CategoricalDistribution(["a", "b", "c", "d"]),
+        "z": FloatDistribution(0.0, 1.0),
+    }
+    rng = np.random.default_rng(seed)
+    study = optuna.create_study(direction="maximize", sampler=sampler)
+    trials = []
+    for _ in range(n - 1):
+        p = {
+            "x": float(rng.uniform()),
+            "y": float(10 ** rng.uniform(-3, 0)),
+            "k": int(4 * rng.integers(26)),
+            "c": "abcd"[int(rng.integers(4))],
+            "z": float(rng.uniform()),
+        }
+        if p["x"] + p["z"] > 1.6:
+            trials.append(
+                optuna.trial.create_trial(
+                    params=p, distributions=space, state=TrialState.FAIL
+                )
+            )
+            continue
+        value = -((p["x"] - 0.3) ** 2) - (math.log10(p["y"]) + 1) ** 2 / 4
+        value += 0.2 * "abcd".index(p["c"]) * p["z"] - ((p["k"] - 40) / 100) ** 2
+        trials.append(
+            optuna.trial.create_trial(params=p, distributions=space, value=value)
+        )
+    study.add_trials(trials)
+    return study, space
+
+
+@pytest.mark.slow
+def test_a_cold_fit_on_a_subset_starts_on_fewer_rows(monkeypatch):
+    # From the priors on a subset of 120 trials: first the shared
+    # hyperparameters on 60 of them (cheap iterations, as many as they take),
+    # then at most _POLISH_MAXITER iterations on the 120. Before, the one fit
+    # on 120 rows ran up to _LARGE_FIT_MAXITER iterations.
+    fits = []
+    original = state_module.fit_gpytorch_mll_scipy
+
+    def spy(mll, *args, **kwargs):
+        result = original(mll, *args, **kwargs)
+        options = kwargs.get("options") or {}
+        fits.append((mll.model.train_X.shape[0], options.get("maxiter"), result))
+        return result
+
+    monkeypatch.setattr(state_module, "fit_gpytorch_mll_scipy", spy)
+    sampler = SketchSampler(
+        seed=0, fit_subset_size=120, failed_trials="ignore", refit_every=50, **FAST
+    )
+    study, space = _study(sampler, 200)
+    n_complete = len(study.get_trials(states=(optuna.trial.TrialState.COMPLETE,)))
+    assert n_complete > 120
+    torch.manual_seed(0)
+    study.ask(space)
+    assert sampler._carried.incremental[NAME].counts.builds == 1
+    assert [(rows, maxiter) for rows, maxiter, _ in fits] == [
+        (60, _LARGE_FIT_MAXITER),
+        (120, _POLISH_MAXITER),
+    ]
+    assert fits[1][2].step <= _POLISH_MAXITER
+    # The polish starts near the optimum: the loss moves little.
+    model = sampler._carried.incremental[NAME].model
+    assert all(torch.isfinite(p).all() for p in model.parameters())
+
+
+@pytest.mark.slow
+def test_a_warm_refit_on_a_subset_only_polishes(monkeypatch):
+    # A scheduled refit starts from the previous fit's values: at most
+    # _POLISH_MAXITER iterations on the subset, no coarse stage.
+    sampler = SketchSampler(
+        seed=0, fit_subset_size=120, failed_trials="ignore", refit_every=1, **FAST
+    )
+    study, space = _study(sampler, 200)
+    torch.manual_seed(0)
+    trial = study.ask(space)
+    study.tell(trial, 0.0)
+    fits = []
+    original = state_module.fit_gpytorch_mll_scipy
+
+    def spy(mll, *args, **kwargs):
+        options = kwargs.get("options") or {}
+        fits.append((mll.model.train_X.shape[0], options.get("maxiter")))
+        return original(mll, *args, **kwargs)
+
+    monkeypatch.setattr(state_module, "fit_gpytorch_mll_scipy", spy)
+    study.ask(space)
+    assert sampler._carried.incremental[NAME].counts.last == "refit"
+    assert fits == [(120, _POLISH_MAXITER)]
+
+
+def test_the_failures_model_does_not_refit_on_drift():
+    # Its values are +-1/2 labels: a failure where it expected a completed
+    # trial is no sign of stale hyperparameters. The objective's model keeps
+    # IncrementalGP's drift check.
+    sampler = SketchSampler(seed=0, n_startup_trials=5, **FAST)
+    study, space = _study(sampler, 60, seed=1)
+    torch.manual_seed(0)
+    study.ask(space)
+    carried = sampler._carried.incremental
+    assert FAILURES in carried
+    assert carried[FAILURES].drift_tolerance is None
+    assert carried[NAME].drift_tolerance is not None
