@@ -77,6 +77,7 @@ class DTCReadout:
         self.posterior = posterior
         self.mean_weights: Tensor | None = None
         self.covariance_root: Tensor | None = None
+        self._gram: Tensor | None = None
         if len(posterior.batch_shape) > 0:
             return
         dtype = embedding.root.dtype
@@ -87,6 +88,21 @@ class DTCReadout:
         S = evecs * evals.clamp_min(0).sqrt().unsqueeze(-2)
         self.covariance_root = (root @ S).to(dtype)  # m x m'
         self.mean_weights = (root @ posterior.weights64).to(dtype)  # m
+
+    @property
+    def covariance_gram(self) -> Tensor | None:
+        r"""``P P^T``, the ``m x m`` Gram matrix of the folded root, formed once.
+
+        The covariance between points is ``k(x, x') - k_S(x)^T P P^T k_S(x')``:
+        with it, ``q`` rows of a covariance over ``N`` points cost one ``q x m``
+        by ``m x m`` product. None for a batched posterior.
+        """
+        if self.covariance_root is None:
+            return None
+        if self._gram is None:
+            P = self.covariance_root
+            self._gram = P @ P.mT
+        return self._gram
 
     def __call__(self, X: Tensor, K: Tensor) -> tuple[Tensor, Tensor]:
         r"""Posterior mean (minus the prior mean) and covariance.
@@ -135,7 +151,10 @@ class DTCReadout:
         mean = (rows @ self.mean_weights.unsqueeze(-1)).squeeze(-1)
         if scale is not None:
             mean, rows, K = scale * mean, scale * rows, K * scale.square()
-        return mean, DTCCovarianceOperator(K, rows, self.covariance_root)
+        covar = DTCCovarianceOperator(
+            K, rows, self.covariance_root, gram=self.covariance_gram
+        )
+        return mean, covar
 
 
 def posterior_variance(

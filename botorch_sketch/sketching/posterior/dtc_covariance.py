@@ -11,9 +11,15 @@ time only ``q`` of its rows are read: BoTorch's ``qLogNoisyExpectedImprovement``
 the baseline once and, per evaluation, read only the ``q`` bottom rows of the
 joint covariance over ``baseline + q`` points
 (``botorch.utils.low_rank.sample_cached_cholesky``). Those rows are ``K[rows] -
-(F[rows] P^T) k_S(X)``: ``q m m' + q N m``, with no product of the ``N`` kernel
-rows by ``P``. With 150 baseline points, ``q = 1`` and ``m = 400``, that is 100x
-fewer flops per evaluation than the dense matrix.
+(k_S(X)[rows] P P^T) k_S(X)``: ``q m^2 + q N m`` with the ``m x m`` Gram matrix
+``P P^T`` formed once per posterior state
+(:attr:`~botorch_sketch.sketching.posterior.DTCReadout.covariance_gram`), with no
+product of the ``N`` kernel rows by ``P``. With 150 baseline points, ``q = 1`` and
+``m = 400``, that is 100x fewer flops per evaluation than the dense matrix. The
+``q`` rows of every batch element go through one ``(batch q) x m`` by ``m x m``
+product: a batched product with an unbatched ``m x m`` matrix would copy that
+matrix once per batch element (20 restarts, or 1024 raw samples, of
+``optimize_acqf``), which cost more than the product itself.
 
 Everything else (the dense matrix, the diagonal, products) is what the dense
 covariance gives, up to rounding.
@@ -45,11 +51,19 @@ class DTCCovarianceOperator(LinearOperator):
     Example:
         >>> readout = DTCReadout(embedding, posterior)
         >>> rows = embedding.kernel_rows(X)  # batch_shape x N x m
-        >>> covar = DTCCovarianceOperator(kernel(X), rows, readout.covariance_root)
-        >>> covar[..., -1:, :].to_dense()  # one row: O(m m' + N m)
+        >>> covar = DTCCovarianceOperator(
+        ...     kernel(X), rows, readout.covariance_root, readout.covariance_gram
+        ... )
+        >>> covar[..., -1:, :].to_dense()  # one row: O(m^2 + N m)
     """
 
-    def __init__(self, prior: LinearOperator | Tensor, rows: Tensor, root: Tensor):
+    def __init__(
+        self,
+        prior: LinearOperator | Tensor,
+        rows: Tensor,
+        root: Tensor,
+        gram: Tensor | None = None,
+    ):
         r"""Hold the pieces; nothing of size ``N x N`` is computed.
 
         Args:
@@ -57,14 +71,19 @@ class DTCCovarianceOperator(LinearOperator):
                 evaluated kernel: its rows are computed when read).
             rows: The ``batch_shape x N x m`` kernel rows against the inducing set.
             root: The ``m x m'`` folded covariance root ``P``.
+            gram: Its ``m x m`` Gram matrix ``P P^T``, if formed (once per
+                posterior state); rows are then read with one product by it
+                instead of two by ``P``.
         """
         prior = to_linear_operator(prior)
-        # ``root`` has no batch dimensions: a keyword, which linear_operator's
-        # batch reshaping (expand, unsqueeze, permute) passes through as it is.
-        super().__init__(prior, rows, root=root)
+        # ``root`` and ``gram`` have no batch dimensions: keywords, which
+        # linear_operator's batch reshaping (expand, unsqueeze, permute) passes
+        # through as they are.
+        super().__init__(prior, rows, root=root, gram=gram)
         self.prior = prior
         self.rows = rows
         self.root = root
+        self.gram = gram
         # Once: a lazily evaluated kernel's shape is worked out anew at each
         # call, and linear_operator asks for the size at every operation.
         batch = torch.broadcast_shapes(prior.batch_shape, rows.shape[:-2])
@@ -110,8 +129,13 @@ class DTCCovarianceOperator(LinearOperator):
             and all(_is_noop(i) for i in batch_indices)
         ):
             rows = self.rows.expand(*self.batch_shape, *self.rows.shape[-2:])
-            picked = rows[..., row_index, :] @ self.root  # batch x r x m'
-            cross = (picked @ self.root.mT) @ rows.mT  # batch x r x N
+            picked = rows[..., row_index, :]  # batch x r x m
+            flat = picked.reshape(-1, picked.shape[-1])  # (batch r) x m
+            if self.gram is not None:
+                flat = flat @ self.gram
+            else:
+                flat = (flat @ self.root) @ self.root.mT
+            cross = flat.reshape(picked.shape) @ rows.mT  # batch x r x N
             prior = self.prior._getitem(row_index, col_index, *batch_indices)
             return to_linear_operator(prior.to_dense() - cross)
         return to_linear_operator(self.to_dense())._getitem(
@@ -126,4 +150,4 @@ class DTCCovarianceOperator(LinearOperator):
     def _expand_batch(self, batch_shape: torch.Size) -> DTCCovarianceOperator:
         rows = self.rows.expand(*batch_shape, *self.rows.shape[-2:])
         prior = self.prior._expand_batch(batch_shape)
-        return type(self)(prior, rows, root=self.root)
+        return type(self)(prior, rows, root=self.root, gram=self.gram)

@@ -135,3 +135,31 @@ def test_qlognei_gives_the_dense_values_and_gradients(tkwargs, monkeypatch):
     dense_value, dense_grad = evaluate()
     torch.testing.assert_close(lazy_value, dense_value)
     torch.testing.assert_close(lazy_grad, dense_grad)
+
+
+def test_rows_are_read_through_the_gram_matrix_formed_once(tkwargs):
+    # q rows of a batched covariance: one (batch q) x m by m x m product by
+    # P P^T, not two products by the root P per batch element.
+    model, X = _model(tkwargs)
+    readout = model.nystrom_state.readout
+    P = readout.covariance_root
+    torch.testing.assert_close(readout.covariance_gram, P @ P.mT)
+    assert readout.covariance_gram is readout.covariance_gram  # formed once
+    Xt = torch.rand(7, 6, 2, generator=torch.Generator().manual_seed(5)).to(X)
+    Xt = model.transform_inputs(Xt)
+    _, covar = readout.lazy(Xt, model.covar_module(Xt))
+    assert covar.gram is readout.covariance_gram
+    _, dense = readout(Xt, model.covar_module(Xt).to_dense())
+    # Without the root the rows are still read (through the Gram matrix alone),
+    # and an expanded batch keeps the Gram matrix.
+    blind = DTCCovarianceOperator(
+        covar.prior, covar.rows, torch.full_like(P, float("nan")), gram=covar.gram
+    )
+    torch.testing.assert_close(blind[..., -2:, :].to_dense(), dense[..., -2:, :])
+    expanded = blind.unsqueeze(0).expand(3, 7, 6, 6)
+    torch.testing.assert_close(
+        expanded[..., -1:, :].to_dense(), dense.expand(3, 7, 6, 6)[..., -1:, :]
+    )
+    # An operator built without it (as before) reads the same rows from P.
+    plain = DTCCovarianceOperator(covar.prior, covar.rows, P)
+    torch.testing.assert_close(plain[..., -2:, :].to_dense(), dense[..., -2:, :])
