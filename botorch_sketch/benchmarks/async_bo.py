@@ -62,7 +62,7 @@ class Budget:
 BUDGETS = {
     "small": Budget(2000, 20, 10, 4, ((0.05, 2),), 100, 1, 2, 40),
     "large": Budget(
-        10_000, 60, 20, 16, ((1.0, 2), (0.05, 2), (0.05, 6)), 400, 2, 4, 120
+        10_000, 60, 20, 16, ((1.0, 2), (0.05, 2), (0.05, 6)), 400, 2, 5, 600
     ),
 }
 
@@ -188,7 +188,7 @@ def kills(budget: Budget, seed: int = 0) -> dict[str, int]:
         args = [sys.executable, "-c", _CHILD, str(path), str(budget.kill_evaluations)]
         for _ in range(budget.kills):
             child = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL)
-            time.sleep(rng.uniform(4.0, 12.0))
+            time.sleep(rng.uniform(5.0, 15.0))
             if child.poll() is None:
                 child.send_signal(signal.SIGKILL)
                 child.wait()

@@ -43,10 +43,13 @@ def _f(X):
 
 
 def _killed_once(marker, X):
-    # Kills its own worker the first time it sees a point past the design.
-    if X[0, 0] > 0.0 and not os.path.exists(marker):
-        open(marker, "w").close()
-        os.kill(os.getpid(), signal.SIGKILL)
+    # Kills its own worker the first time any worker sees a point (the marker
+    # made atomically: two workers at once must not both die).
+    try:
+        os.close(os.open(marker, os.O_CREAT | os.O_EXCL))
+    except FileExistsError:
+        return _f(X)
+    os.kill(os.getpid(), signal.SIGKILL)
     return _f(X)
 
 
@@ -96,14 +99,16 @@ def test_failures_are_told_and_a_resumed_run_goes_on(local_ray, tmp_path):
     path = tmp_path / "run.pt"
     first = run_on_ray(
         optimizer, _fails_on_the_left, workers=2, evaluations=10, checkpoint=path,
-        progress=False,
+        checkpoint_every=1e9, progress=False,
     )  # fmt: skip
     assert first.evaluations == 10 and first.failed >= 1
     assert optimizer.num_failed == first.failed
+    # Saved once, at the end (checkpoint_every), with every result.
     resumed = LargeBatchOptimizer.load(
         path, BOUNDS, q=4, num_initial=4, num_candidates=64, num_local=4, seed=0,
         surrogate=default_surrogate(max_inducing=32),
     )  # fmt: skip
+    assert resumed.num_told == 10 and resumed.pending.shape[0] == 0
     second = run_on_ray(resumed, _fails_on_the_left, workers=2, evaluations=6,
                         progress=False)  # fmt: skip
     assert second.evaluations == 6 and resumed.num_told == 16
