@@ -54,7 +54,8 @@ def _quiet():
 @pytest.mark.slow
 def test_run_large_batch_repeats_the_trace_recorded_before_the_refactor():
     # Recorded by main's run_large_batch before it became a loop over
-    # LargeBatchOptimizer (see the file's "command").
+    # LargeBatchOptimizer (see the file's "command"). A change that means to
+    # alter the random stream of the batches (not the loop) re-records it.
     recorded = json.loads((Path(__file__).parent / DATA).read_text())
     for name, kwargs in {
         "tr": dict(trust_region=True),
@@ -68,6 +69,28 @@ def test_run_large_batch_repeats_the_trace_recorded_before_the_refactor():
         X = torch.tensor(recorded[name]["X"], dtype=torch.double)
         assert torch.equal(torch.cat(trace.X), X), name
         assert trace.values == recorded[name]["values"], name
+
+
+def test_run_large_batch_is_an_ask_tell_loop():
+    # The same run by hand: ask, evaluate in the optimizer's stream, tell.
+    problem = Hartmann(dim=6, noise_std=0.1, negate=True)
+    trace = run_large_batch(
+        problem, problem.bounds, evaluations=30, q=8, num_initial=6,
+        num_candidates=100, seed=5, progress=False,
+    )  # fmt: skip
+    optimizer = LargeBatchOptimizer(
+        problem.bounds, q=8, num_initial=6, num_candidates=100, seed=5
+    )
+    asked, values = [], []
+    for n in (6, 8, 8, 8):
+        X = optimizer.ask(n)
+        with optimizer.random_state():
+            Y = problem(X)
+            values += problem(X, noise=False).tolist()
+        optimizer.tell(X, Y)
+        asked.append(X)
+    assert torch.equal(torch.cat(trace.X), torch.cat(asked[1:]))
+    assert trace.values == values[6:]
 
 
 def test_out_of_order_partial_and_failed_results():
