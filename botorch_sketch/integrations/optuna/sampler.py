@@ -259,7 +259,9 @@ class SketchSampler(BaseSampler):
                 a constraint; a trial chosen alone maximises
                 ``LogExpectedImprovement`` and, where that point would more
                 likely fail than not, ``LogConstrainedExpectedImprovement``
-                instead). ``"ignore"``: model only completed trials, as
+                instead; after such a suggestion the next ones maximise the
+                latter directly, and LogEI's choice is checked again every
+                tenth). ``"ignore"``: model only completed trials, as
                 ``GPSampler`` does. On the mixed task from scratch
                 (``suggest --budget mixed-scratch``) ignoring them let the
                 sampler propose one failing point for 88 trials in a row on
@@ -394,6 +396,7 @@ class SketchSampler(BaseSampler):
                 warp=self._carried.warp if options.warp_objective else None,
                 failures=failures,
                 discrete=_discrete_choices(encoding),
+                memo=self._carried.memo,
             )
         params = encoding.decode(candidate.squeeze(0).numpy())
         _share_relative_params(study, trial, params)

@@ -66,6 +66,10 @@ class _CarriedModels:
         # A completed trial's parameters never change, and encoding every
         # trial anew each time costs more than the model at n = 1000.
         self.encoded: dict[int, np.ndarray] = {}
+        # The study's number of objectives (see ``use``).
+        self.objectives = 1
+        # What ``_suggest`` carries from one suggestion to the next.
+        self.memo: dict[str, int] = {}
         # The study all of the above describe, as (storage, study id): a
         # weak reference, so that the sampler neither keeps a finished
         # study's storage alive nor mistakes a new storage that reuses a
@@ -85,6 +89,8 @@ class _CarriedModels:
     def __setstate__(self, state: dict[str, Any]) -> None:
         r"""Restore a pickled state with a new lock."""
         self.__dict__.update(state)
+        self.__dict__.setdefault("memo", {})
+        self.__dict__.setdefault("objectives", 1)
         self.lock = threading.RLock()
 
     def use(self, study: Study, search_space: dict[str, BaseDistribution]) -> None:
@@ -98,6 +104,7 @@ class _CarriedModels:
         objective go too, but not those of a sampler just unpickled (no study
         yet), most likely to resume the same study.
         """
+        self.objectives = len(study.directions)
         key = self.study_key
         storage, study_id = study._storage, study._study_id
         if key is None or key[0]() is not storage or key[1] != study_id:
@@ -105,12 +112,14 @@ class _CarriedModels:
                 self.warm_space = None
             self.study_key = (weakref.ref(storage), study_id)
             self.encoded = {}
+            self.memo = {}
         if self.warm_space != search_space:
             self.warm_space = dict(search_space)
             self.warm_states = {}
             self.incremental = {}
             self.warps = {}
             self.encoded = {}
+            self.memo = {}
 
     def encode_completed(
         self, encoding: _Encoding, completed: list[FrozenTrial]
@@ -164,7 +173,10 @@ class _CarriedModels:
                         refit_growth=_REFIT_GROWTH,
                         fit_kwargs={"optimizer": optimizer},
                         **options.incremental_kwargs(
-                            train_X.shape[-1], failures=name == FAILURES
+                            train_X.shape[-1],
+                            failures=name == FAILURES,
+                            several_objectives=self.objectives > 1
+                            and name.startswith("objective"),
                         ),
                     )
                 optimizer = surrogate.fit_kwargs.get("optimizer")

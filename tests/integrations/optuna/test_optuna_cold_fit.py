@@ -134,3 +134,42 @@ def test_the_failures_model_does_not_refit_on_drift():
     assert FAILURES in carried
     assert carried[FAILURES].drift_tolerance is None
     assert carried[NAME].drift_tolerance is not None
+
+
+@pytest.mark.slow
+def test_after_a_suggestion_likely_to_fail_the_constrained_acquisition_goes_first(
+    monkeypatch,
+):
+    # Where LogEI's choice was likely to fail, the next suggestions maximise
+    # LogConstrainedEI directly (one maximisation, not two) and LogEI's choice
+    # is checked again every _RECHECK_EVERY-th suggestion.
+    from botorch_sketch.integrations.optuna import acquisition
+
+    maximised = []
+    original = acquisition._maximise
+
+    def spy(acqf, *args, **kwargs):
+        maximised.append(type(acqf).__name__)
+        return original(acqf, *args, **kwargs)
+
+    monkeypatch.setattr(acquisition, "_maximise", spy)
+    # Every suggestion's LogEI choice is taken to be likely to fail.
+    monkeypatch.setattr(acquisition, "_likely_to_fail", lambda model, X: True)
+    monkeypatch.setattr(acquisition, "_RECHECK_EVERY", 3)
+    sampler = SketchSampler(seed=0, n_startup_trials=5, **FAST)
+    study, space = _study(sampler, 40, seed=1)
+    torch.manual_seed(0)
+    for _ in range(4):
+        trial = study.ask(space)
+        study.tell(trial, 0.0)
+    ei, cei = "LogExpectedImprovement", "LogConstrainedExpectedImprovement"
+    assert maximised == [ei, cei, cei, cei, ei, cei]
+    assert sampler._carried.memo[acquisition._LIKELY_TO_FAIL] == 4
+    # Once LogEI's choice is safe again, it goes first again.
+    monkeypatch.setattr(acquisition, "_likely_to_fail", lambda model, X: False)
+    maximised.clear()
+    for _ in range(3):
+        trial = study.ask(space)
+        study.tell(trial, 0.0)
+    assert maximised == [cei, cei, ei]
+    assert sampler._carried.memo[acquisition._LIKELY_TO_FAIL] == 0
