@@ -177,6 +177,9 @@ CATALOGUE: dict[str, tuple[str, dict[str, Budget]]] = {
             "mixed-scratch": Budget("the mixed task, 100 trials, 5 seeds", "2 h"),
             "two-objective": Budget("hypervolume, 60 trials, 3 seeds", "1 h"),
             "two-objective-dtlz2": Budget("DTLZ2, 60 trials, 6 seeds", "2 h"),
+            "two-objective-unseen": Budget(
+                "BraninCurrin, ZDT3, a mixed space; 60 trials, 5 seeds", "3 h"
+            ),
         },
     ),
 }

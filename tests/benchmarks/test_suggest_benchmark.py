@@ -128,6 +128,31 @@ def test_the_dtlz2_budget_runs_whole_studies_against_its_reference(monkeypatch):
     assert suggest_pareto.render_pareto([row]).startswith("DTLZ2")
 
 
+def test_the_unseen_budget_runs_each_task_against_its_reference(monkeypatch):
+    assert suggest.BUDGETS["two-objective-unseen"].task == "unseen"
+    tiny = suggest.Budget(
+        [], 0, [suggest.TPE], task="unseen", pareto_trials=6, pareto_seeds=[0]
+    )
+    monkeypatch.setitem(suggest.BUDGETS, "tiny", tiny)
+    rows = suggest_pareto.run_pareto("tiny")
+    assert [r.task for r in rows] == list(suggest_pareto.UNSEEN_TASKS)
+    assert all(r.hypervolumes[0] >= 0 and r.seconds[0] > 0 for r in rows)
+    # The error is minimised and the throughput maximised: a point better in
+    # both adds to the hypervolume, a point beyond the reference adds nothing.
+    ref = suggest_pareto.UNSEEN_REFERENCE["scaled"]
+    one = suggest_pareto.hypervolume([(0.002, 1000.0)], ref, [-1.0, 1.0])
+    assert one == pytest.approx((0.012 - 0.002) * 1000.0)
+    two = [(0.002, 1000.0), (0.001, 1500.0), (0.02, 3000.0)]
+    assert suggest_pareto.hypervolume(two, ref, [-1.0, 1.0]) == pytest.approx(
+        (0.012 - 0.001) * 1500.0
+    )
+    with pytest.raises(suggest_pareto._Failed):
+        suggest_pareto._scaled(
+            {"lr": 1e-3, "a": 0.95, "b": 0.95, "width": 4, "act": "relu"}
+        )
+    assert "| zdt3 | TPESampler |" in suggest_pareto.render_pareto(rows)
+
+
 def test_gp_without_greenlet_is_refused_where_greenlet_imports():
     pytest.importorskip("greenlet")
     assert suggest.GP_NO_GREENLET in suggest.BUDGETS["mixed"].methods

@@ -60,3 +60,40 @@ def test_reference_point_is_gpsampler_s():
     ref = _reference_point(Y, feasible)
     assert torch.allclose(ref, mean + std * 1.1 * ((Y[1:].min(0).values - mean) / std))
     assert math.isfinite(ref.sum().item())
+
+
+def _study(sampler, objectives):
+    def objective(trial):
+        x = [trial.suggest_float(f"x{i}", 0.0, 1.0) for i in range(2)]
+        return tuple(x[i] ** 2 + 0.1 * x[1 - i] for i in range(objectives))
+
+    study = optuna.create_study(directions=["minimize"] * objectives, sampler=sampler)
+    study.optimize(objective, n_trials=6)
+    return sampler._carried
+
+
+def _noise_floor(model):
+    return model.likelihood.noise_covar.raw_noise_constraint.lower_bound.item()
+
+
+@pytest.mark.slow
+def test_objectives_of_several_infer_noise_below_botorch_s_floor():
+    # On BraninCurrin (noise-free; Branin spans 0.4 to 300) BoTorch's floor
+    # (1e-4 of the standardised variance) left Branin's model a standard
+    # deviation of 1% of that spread at the trials, and the hypervolume
+    # search stayed at the end of the front where Branin is smallest.
+    from botorch.models.utils.gpytorch_modules import MIN_INFERRED_NOISE_LEVEL
+
+    carried = _study(SketchSampler(seed=0, n_startup_trials=4, **FAST), 2)
+    X = torch.rand(30, 2, generator=torch.Generator().manual_seed(0))
+    X = X.to(torch.float64)
+    # Smooth and noise-free: the fitted noise goes to the floor.
+    Y = torch.stack([X[:, 0] + X[:, 1] ** 2, (1 - X[:, 0]) ** 2 + X[:, 1]], -1)
+    for i in range(2):
+        model = carried.fit(X, Y[:, i : i + 1], f"objective {i}")
+        assert _noise_floor(model) < MIN_INFERRED_NOISE_LEVEL
+        assert model.likelihood.noise.item() < MIN_INFERRED_NOISE_LEVEL
+    # One objective keeps BoTorch's floor (its warping handles wide values).
+    carried = _study(SketchSampler(seed=0, n_startup_trials=4, **FAST), 1)
+    model = carried.fit(X, Y[:, :1], "objective 0")
+    assert _noise_floor(model) == pytest.approx(MIN_INFERRED_NOISE_LEVEL)
