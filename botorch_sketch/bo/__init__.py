@@ -16,19 +16,21 @@ from botorch_sketch.bo.checkpoint import (
 )
 from botorch_sketch.bo.incremental_gp import IncrementalGP, UpdateCounts
 from botorch_sketch.bo.large_batch import (
-    Batch,
     FailedBatchWarning,
     LargeBatchTrace,
-    candidate_set,
-    default_surrogate,
     plot_large_batch,
-    posterior_incumbents,
     run_large_batch,
-    thompson_batch,
     trace_from_checkpoint,
 )
 from botorch_sketch.bo.regions import TrustRegions
 from botorch_sketch.bo.sampling import path_values, posterior_means
+from botorch_sketch.bo.thompson import (
+    Batch,
+    candidate_set,
+    default_surrogate,
+    posterior_incumbents,
+    thompson_batch,
+)
 from botorch_sketch.bo.trust_region import (
     TurboState,
     generate_batch,

@@ -61,6 +61,14 @@ from torch.quasirandom import SobolEngine
 from botorch_sketch.bo import checkpoint
 from botorch_sketch.bo.incremental_gp import IncrementalGP
 from botorch_sketch.bo.regions import TrustRegions
+from botorch_sketch.bo.thompson import (
+    candidate_set,
+    check_region,
+    default_surrogate,
+    posterior_incumbents,
+    reflect,
+    thompson_batch,
+)
 from botorch_sketch.bo.trust_region import TurboState
 from botorch_sketch.checks import checked_count
 
@@ -146,7 +154,7 @@ class LargeBatchOptimizer:
             num_initial: The scrambled Sobol design's size (default ``q``).
             surrogate: All finite data (unit cube, ``n x d``; ``n x 1``) to a
                 fitted model; default
-                :func:`~botorch_sketch.bo.large_batch.default_surrogate`. An
+                :func:`~botorch_sketch.bo.thompson.default_surrogate`. An
                 :class:`IncrementalGP` is saved with the checkpoint; any other
                 callable must be stateless for a resume to be exact.
             num_candidates: The shared candidate set's size.
@@ -161,8 +169,6 @@ class LargeBatchOptimizer:
                 points at its posterior mean; ``"exclude"`` only refuses exact
                 repeats.
         """
-        from botorch_sketch.bo.large_batch import check_region, default_surrogate
-
         check_region(bounds, "bounds")
         if not bool((bounds[1] > bounds[0]).all()):
             raise InputDataError(f"bounds must have lower < upper; got {bounds}.")
@@ -332,12 +338,6 @@ class LargeBatchOptimizer:
 
     def _propose(self, b: int) -> tuple[Tensor, Tensor]:
         # One step of the loop: the model, the regions, the Thompson batch.
-        from botorch_sketch.bo.large_batch import (
-            candidate_set,
-            posterior_incumbents,
-            thompson_batch,
-        )
-
         X, Y = self.train_X, self.train_Y
         record = AskRecord(train_size=X.shape[0])
         start = time.process_time()
@@ -436,8 +436,6 @@ class LargeBatchOptimizer:
     def _unrepeated(self, X: Tensor) -> tuple[Tensor, int]:
         # Exact repeats of points proposed before (or in this batch) moved by
         # a small perturbation inside the unit cube; no draw without a repeat.
-        from botorch_sketch.bo.large_batch import reflect
-
         moved, keys = 0, set()
         rows = list(X)
         for i, x in enumerate(rows):

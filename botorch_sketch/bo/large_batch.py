@@ -59,28 +59,34 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 import torch
 from botorch.exceptions.errors import InputDataError
 from botorch.exceptions.warnings import BotorchWarning, InputDataWarning
-from botorch.models.approximate_gp import ApproximateGPyTorchModel
 from botorch.models.model import Model
-from botorch.sampling.pathwise import draw_matheron_paths
 from botorch.test_functions.base import BaseTestProblem
-from botorch.utils.sampling import draw_sobol_samples
 from botorch.utils.transforms import unnormalize
 from torch import Tensor
 from tqdm.auto import tqdm
 
-from botorch_sketch.bo.incremental_gp import IncrementalGP
-from botorch_sketch.bo.sampling import path_values, posterior_means
+from botorch_sketch.bo.ask_tell import LOG_COLUMNS, LargeBatchOptimizer
+from botorch_sketch.bo.checkpoint import CheckpointError, load_checkpoint
+
+# The Thompson step's names lived here first: imported from here too.
+from botorch_sketch.bo.thompson import (  # noqa: F401
+    Batch,
+    candidate_set,
+    check_region,
+    default_surrogate,
+    posterior_incumbents,
+    reflect,
+    thompson_batch,
+)
 from botorch_sketch.checks import checked_count, checked_real
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
-
-    from botorch_sketch.bo.ask_tell import LargeBatchOptimizer
 
 #: A surrogate: all data so far (unit cube, ``n x d``; ``n x 1``) to a fitted model.
 Surrogate = Callable[[Tensor, Tensor], Model]
@@ -88,271 +94,6 @@ Surrogate = Callable[[Tensor, Tensor], Model]
 
 class FailedBatchWarning(BotorchWarning):
     r"""Every point of a batch failed (the objective returned NaN or infinity)."""
-
-
-class Batch(NamedTuple):
-    r"""One Thompson-sampling batch.
-
-    Attributes:
-        X: A ``q x d`` tensor of distinct points.
-        distinct_argmaxes: How many distinct candidates the ``q`` paths' argmaxes
-            over the shared set were (the rest were filled).
-        argmax: A ``q`` long tensor: the candidate each path's point came from
-            (its argmax over the shared set, or the argmax it perturbed).
-    """
-
-    X: Tensor
-    distinct_argmaxes: int
-    argmax: Tensor | None = None
-
-
-def check_region(region: Tensor, name: str = "region") -> Tensor:
-    r"""``region`` if it is a finite ``2 x d`` box with lower <= upper.
-
-    Args:
-        region: The box.
-        name: Its name in the error.
-
-    Returns:
-        The region.
-    """
-    if (
-        not isinstance(region, Tensor)
-        or region.dim() != 2
-        or region.shape[0] != 2
-        or region.shape[1] == 0
-        or not bool(torch.isfinite(region).all())
-        or not bool((region[1] >= region[0]).all())
-    ):
-        raise InputDataError(
-            f"{name} must be a finite 2 x d tensor with lower <= upper; got "
-            f"{region if isinstance(region, Tensor) else type(region).__name__}."
-        )
-    return region
-
-
-def reflect(X: Tensor, region: Tensor) -> Tensor:
-    r"""Points folded back into ``region`` by reflection at its faces.
-
-    Clipping maps every point beyond a face onto it, so perturbations of a
-    point at a corner collapse onto the corner; reflection keeps distinct
-    points distinct.
-
-    Args:
-        X: A ``... x d`` tensor.
-        region: A ``2 x d`` box.
-
-    Returns:
-        A tensor of ``X``'s shape in ``region``.
-    """
-    lower, upper = region[0], region[1]
-    width = (upper - lower).clamp_min(torch.finfo(X.dtype).tiny)
-    folded = (X - lower).remainder(2 * width)
-    folded = torch.where(folded > width, 2 * width - folded, folded)
-    return torch.minimum(torch.maximum(lower + folded, lower), upper)
-
-
-def posterior_incumbents(
-    model: Model, X: Tensor, k: int, chunk_size: int = 4096
-) -> Tensor:
-    r"""The ``k`` observed inputs of largest posterior mean.
-
-    With noisy observations the best observed values are mostly the luckiest
-    draws; the posterior mean ranks the inputs by what the model believes. The
-    means are read one point at a time (a ``n x 1 x d`` batch, in chunks), so no
-    joint ``n x n`` covariance is formed.
-
-    Args:
-        model: A fitted single-output model.
-        X: A ``n x d`` tensor of observed inputs (``n >= 1``).
-        k: How many to return (at least 1).
-        chunk_size: Points per posterior call.
-
-    Returns:
-        A ``min(k, n) x d`` tensor, best first.
-    """
-    k = checked_count(k, "k")
-    if X.dim() != 2 or X.shape[0] == 0:
-        raise InputDataError(
-            f"X must be a non-empty n x d tensor; got shape {tuple(X.shape)}."
-        )
-    return X[posterior_means(model, X, chunk_size).topk(min(k, X.shape[0])).indices]
-
-
-def candidate_set(
-    incumbents: Tensor,
-    region: Tensor,
-    num_candidates: int,
-    scale: float = 0.05,
-    generator: torch.Generator | None = None,
-) -> Tensor:
-    r"""Half a Sobol sample of ``region``, half perturbations of the incumbents.
-
-    Args:
-        incumbents: A ``k x d`` tensor (``k >= 1``) of points to perturb (for
-            example :func:`posterior_incumbents`).
-        region: A ``2 x d`` box the candidates lie in.
-        num_candidates: The number ``N`` of candidates.
-        scale: The perturbations' standard deviation, as a fraction of the box.
-        generator: Seeds the Sobol sample and the perturbations.
-
-    Returns:
-        A ``N x d`` tensor in ``region`` (perturbations reflected at its faces).
-    """
-    region = check_region(region)
-    num_candidates = checked_count(num_candidates, "num_candidates")
-    scale = checked_real(scale, "scale", positive=True)
-    if incumbents.dim() != 2 or incumbents.shape[0] == 0:
-        raise InputDataError(
-            "incumbents must be a non-empty k x d tensor; got shape "
-            f"{tuple(incumbents.shape)}."
-        )
-    if incumbents.shape[-1] != region.shape[-1]:
-        raise InputDataError(
-            f"incumbents have {incumbents.shape[-1]} columns; the region has "
-            f"{region.shape[-1]}."
-        )
-    num_sobol = num_candidates - num_candidates // 2
-    seed = int(torch.randint(2**31 - 1, (1,), generator=generator))
-    sobol = draw_sobol_samples(region, n=num_sobol, q=1, seed=seed).squeeze(1)
-    k = incumbents.shape[0]
-    picks = torch.randint(k, (num_candidates - num_sobol,), generator=generator)
-    centres = incumbents[picks.to(incumbents.device)]
-    width = region[1] - region[0]
-    noise = torch.randn(centres.shape, generator=generator, dtype=centres.dtype)
-    local = reflect(centres + scale * width * noise.to(centres.device), region)
-    return torch.cat([sobol.to(centres), local])
-
-
-def thompson_batch(
-    model: Model,
-    candidates: Tensor,
-    q: int,
-    region: Tensor,
-    num_local: int = 16,
-    local_scale: float = 0.02,
-    generator: torch.Generator | None = None,
-) -> Batch:
-    r"""``q`` distinct points: each a pathwise sample's maximiser, deduplicated.
-
-    Each of ``q`` Matheron paths is evaluated on the shared candidates and on
-    ``num_local`` Gaussian perturbations of its own argmax (standard deviation
-    ``local_scale`` of the region, reflected at its faces). A path keeps the
-    best of those points; if its argmax over the shared set was already taken
-    by a path before it, it keeps its best perturbation instead. The paths'
-    draws use torch's global random generator (BoTorch's
-    ``draw_matheron_paths`` takes none): fork it to leave a caller's stream
-    alone, as :func:`run_large_batch` does.
-
-    Args:
-        model: A fitted single-output model that ``draw_matheron_paths`` takes.
-        candidates: A ``N x d`` tensor of shared candidates (``N >= 1``).
-        q: The batch size.
-        region: A ``2 x d`` box the perturbations are reflected into, or a
-            ``2 x N x d`` tensor of one box per candidate (the box of a
-            path's argmax takes its perturbations).
-        num_local: Perturbations per path (at least 1).
-        local_scale: Their standard deviation, as a fraction of the box.
-        generator: Seeds the perturbations.
-
-    Returns:
-        A :class:`Batch`.
-    """
-    q = checked_count(q, "q")
-    num_local = checked_count(num_local, "num_local")
-    local_scale = checked_real(local_scale, "local_scale", positive=True)
-    per_candidate = isinstance(region, Tensor) and region.dim() == 3
-    if per_candidate:
-        if region.shape[:2] != (2, candidates.shape[0]):
-            raise InputDataError(
-                f"region must be 2 x d or 2 x N x d with N = {candidates.shape[0]} "
-                f"candidates; got shape {tuple(region.shape)}."
-            )
-        check_region(region.reshape(2, -1), "region")
-    else:
-        region = check_region(region)
-    if (
-        candidates.dim() != 2
-        or candidates.shape[0] == 0
-        or candidates.shape[-1] != region.shape[-1]
-    ):
-        raise InputDataError(
-            f"candidates must be a non-empty N x {region.shape[-1]} tensor; got "
-            f"shape {tuple(candidates.shape)}."
-        )
-    if not bool(torch.isfinite(candidates).all()):
-        raise InputDataError("candidates contain NaN or infinite values.")
-    if isinstance(model, ApproximateGPyTorchModel):
-        # GPyTorch's variational strategy memoises the inducing Cholesky factor
-        # with the batch shape of the last posterior call, and the Matheron
-        # update then fails on it (gpytorch issue #2642); leaving eval mode
-        # clears that cache.
-        model.train()
-        model.eval()
-    paths = draw_matheron_paths(model, sample_shape=torch.Size([q]))
-
-    def evaluate(points: Tensor) -> Tensor:
-        out = paths(points)
-        return out.squeeze(-1) if out.dim() == points.dim() else out
-
-    with torch.no_grad():
-        values = path_values(paths, candidates)  # q x N
-        argmax = values.argmax(-1)
-        best = candidates[argmax]  # q x d
-        box = region[:, argmax].unsqueeze(-2) if per_candidate else region
-        width = box[1] - box[0]
-        noise = torch.randn(
-            q, num_local, best.shape[-1], generator=generator, dtype=best.dtype
-        ).to(best.device)
-        local = reflect(best.unsqueeze(-2) + local_scale * width * noise, box)
-        local_values = evaluate(local)  # q x num_local, each path on its own points
-        top = local_values.argmax(-1)
-        rows = torch.arange(q, device=best.device)
-        best_local = local[rows, top]
-        # A path's argmax is kept by the first path that chose it; the others
-        # take their best perturbation (continuous draws: distinct).
-        order = torch.arange(q, device=argmax.device)
-        first = argmax.new_full((candidates.shape[0],), q).scatter_reduce(
-            0, argmax, order, reduce="amin"
-        )
-        taken = first[argmax] != order
-        improves = local_values[rows, top] > values[rows, argmax]
-        use_local = taken | improves
-        X = torch.where(use_local.unsqueeze(-1), best_local, best)
-    return Batch(X=X, distinct_argmaxes=int(argmax.unique().numel()), argmax=argmax)
-
-
-def default_surrogate(max_inducing: int = 256) -> IncrementalGP:
-    r"""The carried sketch :func:`run_large_batch` uses unless given another.
-
-    An :class:`IncrementalGP` whose inducing set is capped at ``max_inducing``
-    and changed only at refits. A refit comes when a batch's observations
-    surprise the model (``surprise_tolerance=4``, once the data have grown by
-    25% since the last fit) or the data have doubled; it fits the
-    hyperparameters on 200 rows (the newest third, the best observation's
-    nearest neighbours and a uniform sample) from the previous values, with at
-    most 20 L-BFGS-B iterations (about 25 evaluations of the likelihood). In
-    60 dimensions a refit at ``n = 10^3`` took 68-136 s with ``NystromGP``'s
-    own fit on 600 points; this one takes about 0.5 s at any ``n``. The cap of
-    256 inducing points (not 512) halves the paths' cost per candidate.
-
-    Args:
-        max_inducing: The inducing set's cap.
-
-    Returns:
-        The surrogate.
-    """
-    return IncrementalGP(
-        refit_every=1,
-        refit_growth=1.0,
-        drift_tolerance=None,
-        max_inducing=max_inducing,
-        grow_between_refits=False,
-        surprise_tolerance=4.0,
-        surprise_growth=0.25,
-        hyperparameter_subset=200,
-        fit_kwargs={"optimizer_kwargs": {"options": {"maxiter": 20}}},
-    )
 
 
 @dataclass
@@ -574,8 +315,6 @@ def run_large_batch(
             f"{type(surrogate).__name__}."
         )
     bounds = bounds.to(torch.double)
-    from botorch_sketch.bo.ask_tell import LargeBatchOptimizer
-
     optimizer = LargeBatchOptimizer(
         bounds,
         q=q,
@@ -748,9 +487,6 @@ def trace_from_checkpoint(
     Returns:
         The trace (its ``X`` in the unit cube's image under the saved bounds).
     """
-    from botorch_sketch.bo.ask_tell import LOG_COLUMNS
-    from botorch_sketch.bo.checkpoint import CheckpointError, load_checkpoint
-
     state = checkpoint if isinstance(checkpoint, dict) else load_checkpoint(checkpoint)
     try:
         config, told_X, told_Y = state["config"], state["told_X"], state["told_Y"]
