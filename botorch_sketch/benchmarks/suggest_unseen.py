@@ -199,3 +199,46 @@ def failed_fraction(task: str, n: int = 1000) -> float:
         except Failed:
             failed += 1
     return failed / (n - 1)
+
+
+def continued(task: str, seed: int, trials: int = 20, n: int = 1000) -> dict:
+    r"""``SketchSampler(seed=seed)`` continuing the budget's study for ``trials``.
+
+    The quality side of the budget: the best value among the new trials,
+    how many failed, and the CPU seconds of their suggestions (the first one
+    cold).
+    """
+    import torch
+    from optuna.trial import TrialState
+
+    from botorch_sketch.integrations.optuna import SketchSampler
+
+    torch.set_num_threads(1)
+    result, step = study(SketchSampler(seed=seed), task, n)
+    before = len(result.trials)
+    seconds = [step() for _ in range(trials)]
+    new = result.trials[before:]
+    values = [t.value for t in new if t.state == TrialState.COMPLETE]
+    return {
+        "task": task,
+        "seed": seed,
+        "best": max(values) if values else None,
+        "failed": sum(t.state == TrialState.FAIL for t in new),
+        "cpu": sum(seconds),
+        "cold": seconds[0],
+    }
+
+
+if __name__ == "__main__":
+    # python -m botorch_sketch.benchmarks.suggest_unseen TASK SEED [TRIALS]
+    import json
+    import sys
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        print(
+            json.dumps(
+                continued(sys.argv[1], int(sys.argv[2]), *map(int, sys.argv[3:4]))
+            )
+        )
