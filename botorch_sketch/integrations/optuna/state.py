@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 import torch
-from botorch.exceptions.errors import InputDataError
+from botorch.exceptions.errors import InputDataError, ModelFittingError
 from botorch.exceptions.warnings import InputDataWarning
 from botorch.fit import fit_gpytorch_mll
 from botorch.models.model import Model
@@ -387,13 +387,16 @@ _POLISH_MAXITER = 30
 
 
 def _coarse_fit(model: Model, options: dict[str, Any]) -> bool:
-    r"""Fit ``model``'s shared modules on its first ``_COARSE_FIT_SIZE`` rows.
+    r"""Fit ``model``'s shared modules on its first rows, as many iterations as needed.
 
-    Only for a ``NystromGP`` of more than twice as many rows (without observed
-    noise or an input transform, which a fitting subset does not support).
+    On ``_COARSE_FIT_SIZE`` rows, or half of the model's rows when it has
+    fewer than twice as many (100 for the failed trials' model, fitted on
+    200); not below ``_COARSE_FIT_MIN`` rows.
+    Only for a ``NystromGP`` without observed noise or an input transform
+    (which a fitting subset does not support).
 
     Returns:
-        Whether it did.
+        Whether it did (False also when the coarse fit failed).
     """
     if not isinstance(model, NystromGP):
         return False
@@ -416,9 +419,13 @@ def _coarse_fit(model: Model, options: dict[str, Any]) -> bool:
         }
         return fit_gpytorch_mll_scipy(coarse_mll, *args, **kwargs)
 
-    fit_gpytorch_mll(
-        ExactMarginalLogLikelihood(coarse.likelihood, coarse), optimizer=optimizer
-    )
+    try:
+        fit_gpytorch_mll(
+            ExactMarginalLogLikelihood(coarse.likelihood, coarse), optimizer=optimizer
+        )
+    except ModelFittingError:
+        # BoTorch restored the starting values: the whole fit starts there.
+        return False
     return True
 
 
