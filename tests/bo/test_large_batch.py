@@ -171,6 +171,62 @@ def test_path_values_equal_the_paths_at_shared_points():
         assert torch.allclose(values, expected, atol=1e-9, rtol=1e-9)
 
 
+def test_own_path_values_equal_the_paths_at_each_paths_own_points():
+    from botorch.sampling.pathwise import draw_matheron_paths
+
+    from botorch_sketch.bo.sampling import own_path_values
+
+    X, Y = _data(n=80)
+    L = torch.rand(7, 5, 3, generator=torch.Generator().manual_seed(4)).double()
+    for model in (IncrementalGP(max_inducing=30)(X, Y), SingleTaskGP(X, Y)):
+        torch.manual_seed(0)
+        paths = draw_matheron_paths(model, sample_shape=torch.Size([7]))
+        with torch.no_grad():
+            expected = paths(L).squeeze(-1)
+            values = own_path_values(paths, L)
+            # Each row is its own path's: not the first path's at every row.
+            first = paths(L[:1].expand(7, 5, 3)).squeeze(-1)
+        assert values.shape == (7, 5)
+        assert torch.allclose(values, expected, atol=1e-9, rtol=1e-9)
+        assert not torch.allclose(values[1:], first[1:])
+
+
+def test_gaussian_weights_draw_the_paths_botorchs_sobol_weights_draw():
+    # Same random features (same global seed), weights from either source:
+    # the paths' means and spreads agree up to Monte Carlo error.
+    import functools
+
+    from botorch.sampling.pathwise import (
+        draw_kernel_feature_paths,
+        draw_matheron_paths,
+    )
+
+    from botorch_sketch.bo.sampling import path_values
+    from botorch_sketch.bo.thompson import _gaussian
+
+    X, Y = _data(n=80)
+    model = IncrementalGP(max_inducing=30)(X, Y)
+    P = torch.tensor([[0.3, 0.3, 0.3], [0.9, 0.1, 0.5], [0.0, 1.0, 1.0]]).double()
+    gaussian = functools.partial(
+        draw_kernel_feature_paths,
+        weight_generator=_gaussian(torch.Generator().manual_seed(0)),
+    )
+    values = {}
+    for name, extra in (("sobol", {}), ("gaussian", {"prior_sampler": gaussian})):
+        torch.manual_seed(0)
+        paths = draw_matheron_paths(model, sample_shape=torch.Size([4000]), **extra)
+        with torch.no_grad():
+            values[name] = path_values(paths, P)  # 4000 x 3
+    sd = values["sobol"].std(0)
+    assert torch.allclose(values["gaussian"].std(0), sd, rtol=0.06)
+    assert torch.allclose(
+        values["gaussian"].mean(0),
+        values["sobol"].mean(0),
+        atol=float(4 * sd.max() / 60),
+    )
+    assert not torch.equal(values["gaussian"], values["sobol"])
+
+
 def test_trust_region_candidates_stay_in_the_region_and_move_few_coordinates():
     from torch.quasirandom import SobolEngine
 
