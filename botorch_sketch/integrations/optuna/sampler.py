@@ -126,9 +126,10 @@ class SketchSampler(BaseSampler):
     as a constraint; otherwise qLogNEHVI. The hypervolume reference point is
     ``GPSampler``'s: each objective's worst standardised (feasible) value, made
     10% worse, so that extending the ends of the front counts. Each
-    objective's carried ``NystromGP`` infers a noise variance down to
-    ``1e-6`` of its standardised values, ``GPSampler``'s floor, where BoTorch's
-    (which one objective keeps) is ``1e-4``: on BraninCurrin, whose Branin
+    objective's carried ``NystromGP`` infers its noise variance under
+    ``GPSampler``'s prior, down to ``1e-6`` of its standardised values,
+    ``GPSampler``'s floor, where BoTorch's (which one objective keeps) is
+    ``1e-4``: on BraninCurrin, whose Branin
     spans 0.4 to 300, the posterior kept 1% of that spread at the trials, and
     the late trials all went to the end of the front where Branin is least.
 
