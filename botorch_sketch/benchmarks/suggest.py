@@ -56,7 +56,8 @@ The ``mixed-unseen`` budget times ``SketchSampler`` and ``GPSampler`` in turns
 at N = 1000 on two mixed spaces unlike the mixed task, with more parameters,
 categorical choices and failed trials (``suggest_unseen``: ``wide``, 12
 parameters and 27% failed; ``categories``, 18 parameters with six categoricals
-of 3 to 10 choices and 37% failed).
+of 3 to 10 choices and 37% failed; ``long``, 29 parameters, 24 of them floats
+of which most hardly matter, and 28% failed).
 
 The ``two-objective-unseen`` budget runs whole 60-trial studies, 5 seeds, of
 three two-objective tasks the sampler was not tuned on
@@ -161,10 +162,15 @@ BUDGETS = {
     # (the latter alone only, so every method is timed alone too).
     "mixed": Budget([1000], 8, [SKETCH, GP, GP_NO_GREENLET], task="mixed"),
     # Mixed spaces unlike the mixed task (more parameters and categorical
-    # choices, stepped and log integers, 27% and 37% failed trials): cold and
+    # choices, stepped and log integers, 27-37% failed trials; ``long``: 24
+    # floats, most of them nearly irrelevant, and 47 columns): cold and
     # warm suggestions at N = 1000 in turns (``suggest_unseen``).
     "mixed-unseen": Budget(
-        [1000], 8, [SKETCH, GP], isolate=False, tasks=("wide", "categories")
+        [1000],
+        8,
+        [SKETCH, GP],
+        isolate=False,
+        tasks=("wide", "categories", "long"),
     ),
     # Whole 100-trial studies from an empty study on the mixed task, 5 seeds:
     # the best value and the failed trials (``suggest_scratch``).

@@ -17,6 +17,11 @@ do:
   not ordered. The objective returns NaN (``FAIL``) in a ball of three of the
   floats, where its optimum lies, and at one choice of the largest
   categorical: about 37% of the random trials.
+- ``long``: 29 parameters (47 encoded columns), mostly continuous: 24 floats
+  (six log-scaled), of which a few matter much and most little, an integer,
+  a stepped integer, and categoricals of 12, 7 and 2 choices. The objective
+  raises where four of the floats sum high, or at two of the twelve choices:
+  about 30% of the random trials, away from the optimum.
 
 :func:`study` seeds a study with ``N - 1`` random trials and returns the timed
 step, as ``suggest._study`` does for its own tasks.
@@ -32,7 +37,7 @@ from typing import Any
 import numpy as np
 
 #: The tasks, in the order the budget runs them.
-TASKS = ("wide", "categories")
+TASKS = ("wide", "categories", "long")
 
 
 class Failed(RuntimeError):
@@ -73,7 +78,41 @@ def space(task: str) -> dict[str, Any]:
         for size in _CATEGORY_SIZES:
             result[f"c{size}"] = Cat(list(_LETTERS[:size]))
         return result
+    if task == "long":
+        result = {
+            f"u{i}": Float(1e-6, 1.0, log=True) if i < 6 else Float(0.0, 1.0)
+            for i in range(24)
+        }
+        result.update(
+            depth=Int(1, 100),
+            width=Int(0, 1000, step=10),
+            c12=Cat(list(_LETTERS + "kl")),
+            c7=Cat(list(_LETTERS[:7])),
+            flag=Cat([False, True]),
+        )
+        return result
     raise KeyError(f"Unknown task {task!r}; expected one of {TASKS}.")
+
+
+#: ``long``'s weights of its floats: the first few matter, most hardly.
+_LONG_WEIGHTS = np.geomspace(4.0, 0.02, 24)
+_LONG_CENTRES = np.linspace(0.15, 0.85, 24)
+
+
+def _long_score(p: dict[str, Any], rng: np.random.Generator) -> float:
+    u = np.array([p[f"u{i}"] for i in range(24)])
+    if float(u[20:].sum()) > 2.6 or p["c12"] in ("k", "l"):
+        raise Failed("out of range")
+    # The log-scaled floats enter through their exponents, scaled to [0, 1].
+    u[:6] = np.log10(u[:6]) / 6.0 + 1.0
+    value = -float(np.sum(_LONG_WEIGHTS * (u - _LONG_CENTRES) ** 2))
+    value -= ((p["depth"] - 30) / 70) ** 2 + ((p["width"] - 640) / 1000) ** 2
+    value += 0.15 * math.cos(0.9 * _LETTERS.index(p["c12"])) + 0.1 * math.sin(
+        1.3 * _LETTERS.index(p["c7"]) + 1.0
+    )
+    value += 0.05 if p["flag"] else 0.0
+    value += 0.1 * math.sin(3.0 * u[6] + 2.0 * u[7])
+    return value + 0.01 * float(rng.standard_normal())
 
 
 _LETTERS = "abcdefghij"
@@ -85,6 +124,8 @@ _SCHEDULE = {"constant": -0.1, "cosine": 0.1, "step": 0.0}
 
 def score(task: str, p: dict[str, Any], rng: np.random.Generator) -> float:
     r"""The task's objective (to be maximised), noisy; raises or returns NaN to fail."""
+    if task == "long":
+        return _long_score(p, rng)
     if task == "wide":
         lr = math.log10(p["lr"])
         if (lr > -1.5 and p["optimizer"] in ("sgd", "rmsprop")) or p[
