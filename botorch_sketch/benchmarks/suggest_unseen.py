@@ -270,11 +270,84 @@ def continued(task: str, seed: int, trials: int = 20, n: int = 1000) -> dict:
     }
 
 
+def loss_cost(n: int, d: int, repeats: int = 10) -> dict[str, float]:
+    r"""CPU milliseconds of one fitting loss and its gradient, three ways, in turns.
+
+    On ``n`` random points in ``d`` dimensions (the exact regime, where the
+    sampler's fits on a subset run): ``NystromGP``'s exact loss as fitted
+    (``custom_loss``), the same loss through GPyTorch's ``log_prob`` (what
+    ``custom_loss`` ran before its gradient was written out), and
+    ``GPSampler``'s (its ``GPRegressor``'s marginal likelihood and log prior,
+    one lengthscale per column here). The minimum over ``repeats`` rounds of
+    five evaluations each.
+    """
+    import torch
+    from gpytorch.distributions import MultivariateNormal
+    from optuna._gp import prior
+    from optuna._gp.gp import GPRegressor
+
+    from botorch_sketch.integrations.optuna.kernel import _gpsampler_kernel
+    from botorch_sketch.models import NystromGP
+    from botorch_sketch.models.nystrom.fitting import custom_loss
+
+    torch.set_num_threads(1)
+    g = torch.Generator().manual_seed(0)
+    X = torch.rand(n, d, generator=g, dtype=torch.float64)
+    y = torch.sin(3.0 * X).sum(-1, keepdim=True)
+    model = NystromGP(X, y, covar_module=_gpsampler_kernel(d))
+    model.warn_exact_regime = False
+    model.train()
+    params = list(model.parameters())
+
+    def ours() -> None:
+        torch.autograd.grad(custom_loss(model, None), params)
+
+    def gpytorch() -> None:
+        modules = (model.mean_module, model.covar_module, model.likelihood)
+        mean, covar, likelihood = modules
+        X_, targets = model.transformed_train_X, model.train_targets
+        value = likelihood(MultivariateNormal(mean(X_), covar(X_))).log_prob(targets)
+        torch.autograd.grad(-value / n, params)
+
+    ones = torch.ones(d, dtype=torch.float64)
+    gp = GPRegressor(
+        torch.zeros(d, dtype=torch.bool),
+        X,
+        y.squeeze(-1),
+        ones,
+        torch.tensor(1.0, dtype=torch.float64),
+        torch.tensor(0.1, dtype=torch.float64),
+    )
+
+    def gpsampler() -> None:
+        raw = torch.zeros(d + 2, dtype=torch.float64, requires_grad=True)
+        gp.inverse_squared_lengthscales = raw[:d].exp()
+        gp.kernel_scale = raw[d].exp()
+        gp.noise_var = raw[d + 1].exp() + prior.DEFAULT_MINIMUM_NOISE_VAR
+        loss = -gp.marginal_log_likelihood() - prior.default_log_prior(gp)
+        torch.autograd.grad(loss, raw)
+
+    ways = {"ours": ours, "gpytorch log_prob": gpytorch, "GPSampler": gpsampler}
+    best = dict.fromkeys(ways, math.inf)
+    for _ in range(repeats):
+        for name, f in ways.items():
+            start = time.process_time()
+            for _ in range(5):
+                f()
+            best[name] = min(best[name], (time.process_time() - start) / 5 * 1e3)
+    return best
+
+
 if __name__ == "__main__":
     # python -m botorch_sketch.benchmarks.suggest_unseen TASK SEED [TRIALS]
+    # python -m botorch_sketch.benchmarks.suggest_unseen loss N D
     import json
     import sys
     import warnings
+
+    if sys.argv[1] == "loss":
+        print(json.dumps(loss_cost(int(sys.argv[2]), int(sys.argv[3]))))
+        sys.exit()
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -45,3 +45,9 @@ def test_the_budget_times_each_task_and_renders_a_task_column():
     assert "| task | N |" in text
     for task in budget.tasks:
         assert f"| {task} | 1000 | turns | SketchSampler | GPSampler | 10.0 |" in text
+
+
+def test_loss_cost_times_the_three_losses():
+    costs = suggest_unseen.loss_cost(20, 3, repeats=1)
+    assert set(costs) == {"ours", "gpytorch log_prob", "GPSampler"}
+    assert all(math.isfinite(c) and c > 0 for c in costs.values())
