@@ -95,3 +95,15 @@ def test_a_run_killed_three_times_keeps_every_told_point_once(tmp_path):
     assert out.ok
     text = async_kills.render("small", [out])
     assert "| sync (q = 50) | 0 | 300 of 300 | 3 (" in text
+
+
+@pytest.mark.slow
+def test_run_on_ray_killed_twice_keeps_every_told_point_once(tmp_path):
+    pytest.importorskip("ray")
+    part = async_kills.Part("ray", 60, 2, q=4)
+    out = async_kills.run(part, seed=1, directory=tmp_path)
+    assert len(out.kills) == 2
+    assert out.final == 60 and out.duplicates == 0 and out.missing == 0
+    assert out.unreadable == 0 and out.wrong_values == 0 and out.saved_twice == 0
+    assert out.evaluations == 60 + out.lost and out.reproposed == out.lost
+    assert out.ok
