@@ -55,6 +55,7 @@ from botorch.exceptions.errors import InputDataError, UnsupportedError
 from botorch.models.model import Model
 from botorch.utils.sampling import draw_sobol_samples
 from botorch.utils.transforms import normalize, unnormalize
+from gpytorch.settings import skip_posterior_variances
 from torch import Tensor
 from torch.quasirandom import SobolEngine
 
@@ -424,7 +425,7 @@ class LargeBatchOptimizer:
         # The model conditioned on the pending points at its posterior mean.
         P = torch.stack([x for x, _, _ in self._pending.values()])
         try:
-            with torch.no_grad():
+            with torch.no_grad(), skip_posterior_variances():
                 mean = model.posterior(P).mean.reshape(-1, 1)
                 return model.condition_on_observations(P, mean.detach())
         except (NotImplementedError, UnsupportedError) as e:

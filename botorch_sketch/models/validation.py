@@ -26,6 +26,11 @@ from torch import Tensor
 
 
 def _check_finite(name: str, value: Tensor) -> None:
+    # A finite sum has no NaN or infinite term: one pass over the data (the
+    # element-wise test took 3 ms for 10^4 x 60 points, at every step of a
+    # loop); an overflowing sum of finite terms gets the element-wise test.
+    if bool(torch.isfinite(value.detach().sum())):
+        return
     if not bool(torch.isfinite(value).all()):
         kind = "NaN" if bool(torch.isnan(value).any()) else "infinite"
         raise InputDataError(f"{name} contains {kind} values.")

@@ -171,6 +171,24 @@ def test_path_values_equal_the_paths_at_shared_points():
         assert torch.allclose(values, expected, atol=1e-9, rtol=1e-9)
 
 
+def test_posterior_means_fold_no_covariance_after_a_woodbury_step():
+    # The trust regions read means after every step: the carried model's
+    # covariance (an eigendecomposition) is not folded for them, and the means
+    # are those of the full posterior.
+    from botorch_sketch.bo.sampling import posterior_means
+
+    X, Y = _data(n=80)
+    surrogate = IncrementalGP(max_inducing=30, grow_between_refits=False)
+    surrogate(X[:60], Y[:60])
+    model = surrogate(X, Y)
+    assert surrogate.counts.last == "conditioned"
+    means = posterior_means(model, X[:5])
+    assert model.nystrom_state.readout._root is None
+    with torch.no_grad():
+        expected = model.posterior(X[:5].unsqueeze(-2)).mean.reshape(-1)
+    assert torch.equal(means, expected)
+
+
 def test_own_path_values_equal_the_paths_at_each_paths_own_points():
     from botorch.sampling.pathwise import draw_matheron_paths
 

@@ -244,3 +244,19 @@ def test_the_width_is_checked_after_the_input_transform(tkwargs):
         match=r"4 input dimensions after the input transform \(3 before it\)",
     ):
         model.posterior(torch.rand(4, 1, 3, **tkwargs))
+
+
+def test_finite_data_whose_sum_overflows_are_accepted():
+    # The finiteness check reads one sum first; a sum that overflows on finite
+    # values falls back to the element-wise test, which accepts them, and a
+    # NaN or infinity among them is still named.
+    from botorch_sketch.models.validation import check_training_data
+
+    X = torch.rand(4, 2, dtype=torch.double)
+    Y = torch.full((4, 1), 1e308, dtype=torch.double)
+    check_training_data("NystromGP", X, Y, None)
+    for bad, kind in ((float("inf"), "infinite"), (float("nan"), "NaN")):
+        Y_bad = Y.clone()
+        Y_bad[2] = bad
+        with pytest.raises(InputDataError, match=f"train_Y contains {kind}"):
+            check_training_data("NystromGP", X, Y_bad, None)

@@ -8,7 +8,9 @@ r"""A ``NystromGP``'s posterior, read from its state.
 undone. Without observation noise the covariance is an operator whose rows are
 formed on demand (acquisition functions with ``cache_root`` read only the ``q``
 new rows of a joint covariance over baseline and new points), and a plain
-``Standardize`` is undone on its pieces (:func:`standardize_scale`).
+``Standardize`` is undone on its pieces (:func:`standardize_scale`). Under
+GPyTorch's ``skip_posterior_variances`` only the mean is read (the covariance
+is zero, as an exact GP's is then): no covariance is folded.
 :func:`latent_distribution` is the latent posterior ``model(x)`` gives in eval
 mode, and :func:`absorbed` the Woodbury step behind
 ``condition_on_observations`` (with the noise of :func:`new_noise`).
@@ -21,12 +23,14 @@ from botorch.exceptions.errors import UnsupportedError
 from botorch.models.transforms.outcome import OutcomeTransform, Standardize
 from botorch.posteriors.gpytorch import GPyTorchPosterior
 from botorch.posteriors.transformed import TransformedPosterior
+from gpytorch import settings as gpytorch_settings
 from gpytorch.distributions import MultivariateNormal
 from gpytorch.kernels import Kernel
 from gpytorch.likelihoods import FixedNoiseGaussianLikelihood
 from gpytorch.likelihoods.likelihood import Likelihood
 from gpytorch.means import Mean
 from linear_operator import to_linear_operator
+from linear_operator.operators import ZeroLinearOperator
 from torch import Tensor
 
 from botorch_sketch.models.nystrom.state import NystromState
@@ -107,7 +111,10 @@ def dtc_posterior(
     """
     readout, transform = state.readout, outcome_transform
     prior_mean = mean_module(X)
-    if observation_noise is False or observation_noise is None:
+    # GPyTorch's switch for means alone: an exact GP's prediction strategy then
+    # returns a zero covariance; here no covariance is folded or formed.
+    means_only = gpytorch_settings.skip_posterior_variances.on()
+    if means_only or observation_noise is False or observation_noise is None:
         # Rows on demand, and a plain ``Standardize`` undone on the operator's
         # pieces: BoTorch's own untransform wraps the covariance in diagonal
         # products, whose rows are read by forming the whole matrix.
@@ -115,7 +122,15 @@ def dtc_posterior(
         if scale is not None:
             prior_mean = transform.means.reshape(()) + scale * prior_mean
             transform = None
-        delta, covar = readout.lazy(X, covar_module(X), scale=scale)
+        if means_only:
+            delta = readout.mean(X)
+            delta = delta if scale is None else scale * delta
+            q = delta.shape[-1]
+            covar = ZeroLinearOperator(
+                *delta.shape, q, dtype=delta.dtype, device=delta.device
+            )
+        else:
+            delta, covar = readout.lazy(X, covar_module(X), scale=scale)
     else:
         delta, covar = readout(X, covar_module(X).to_dense())
     mean = prior_mean + delta

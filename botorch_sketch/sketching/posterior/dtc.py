@@ -60,7 +60,8 @@ class DTCReadout:
     test point, where embedding and whitening cost a product and a triangular
     solve: the per-point cost of an exact GP's cached posterior, which is what
     ``optimize_acqf``'s hundreds of evaluations of one model pay. The ``O(m^3)``
-    eigendecomposition is done once per posterior.
+    eigendecomposition is done once per posterior, when a covariance is first
+    read: means alone (:meth:`mean`) cost one ``m x m'`` product per posterior.
 
     A batched posterior (one per fantasised outcome, ``O(b m'^2)`` to fold) is
     read through the embedding and the posterior's own methods instead.
@@ -76,18 +77,42 @@ class DTCReadout:
         self.embedding = embedding
         self.posterior = posterior
         self.mean_weights: Tensor | None = None
-        self.covariance_root: Tensor | None = None
+        self._root: Tensor | None = None
         self._gram: Tensor | None = None
         if len(posterior.batch_shape) > 0:
             return
-        dtype = embedding.root.dtype
         root = embedding.root.double()
-        C = posterior.weight_covariance.double()
-        eye = torch.eye(C.shape[-1], dtype=C.dtype, device=C.device)
-        evals, evecs = torch.linalg.eigh(eye - 0.5 * (C + C.mT))
-        S = evecs * evals.clamp_min(0).sqrt().unsqueeze(-2)
-        self.covariance_root = (root @ S).to(dtype)  # m x m'
-        self.mean_weights = (root @ posterior.weights64).to(dtype)  # m
+        self.mean_weights = (root @ posterior.weights64).to(embedding.root.dtype)
+
+    @property
+    def covariance_root(self) -> Tensor | None:
+        r"""``P = R S``, ``m x m'``, folded on first read; None when batched."""
+        if self.mean_weights is None:
+            return None
+        if self._root is None:
+            with torch.no_grad():  # as the read-out itself is made
+                root = self.embedding.root.double()
+                C = self.posterior.weight_covariance.double()
+                eye = torch.eye(C.shape[-1], dtype=C.dtype, device=C.device)
+                evals, evecs = torch.linalg.eigh(eye - 0.5 * (C + C.mT))
+                S = evecs * evals.clamp_min(0).sqrt().unsqueeze(-2)
+                self._root = (root @ S).to(self.embedding.root.dtype)
+        return self._root
+
+    def mean(self, X: Tensor) -> Tensor:
+        r"""The posterior mean minus the prior mean, with no covariance folded.
+
+        Args:
+            X: A ``batch_shape x q x d`` tensor of (input-transformed) points.
+
+        Returns:
+            A ``broadcast(batch_shape, posterior batch) x q`` tensor, equal to
+            the mean :meth:`__call__` returns.
+        """
+        if self.mean_weights is None:
+            return self.posterior.mean(self.embedding(X))
+        rows = self.embedding.kernel_rows(X)
+        return (rows @ self.mean_weights.unsqueeze(-1)).squeeze(-1)
 
     @property
     def covariance_gram(self) -> Tensor | None:
@@ -101,7 +126,8 @@ class DTCReadout:
             return None
         if self._gram is None:
             P = self.covariance_root
-            self._gram = P @ P.mT
+            with torch.no_grad():
+                self._gram = P @ P.mT
         return self._gram
 
     def __call__(self, X: Tensor, K: Tensor) -> tuple[Tensor, Tensor]:

@@ -211,3 +211,21 @@ def test_readout_of_an_empty_inducing_set_is_the_prior(tkwargs):
         mean, cov = DTCReadout(emb, post)(Xt, K)
     torch.testing.assert_close(mean, torch.zeros(3, **tkwargs))
     torch.testing.assert_close(cov, K)
+
+
+def test_readout_means_fold_no_covariance(tkwargs):
+    # Means alone cost one product per posterior: the eigendecomposition of
+    # the covariance waits for the first covariance read, whose means agree.
+    k = rbf_kernel(0.3, outputscale=1.3, frozen=False)
+    X, r, noise = residual_data(n=30, **tkwargs)
+    Xt = torch.rand(4, 6, 2, **tkwargs)
+    with torch.no_grad():
+        emb = NystromEmbedding(k, X[:10])
+        readout = DTCReadout(
+            emb, WeightPosterior(DTCStatistics.from_data(emb, X, r, noise))
+        )
+        mean = readout.mean(Xt)
+        assert readout._root is None
+        full_mean, _ = readout(Xt, k(Xt).to_dense())
+        assert readout._root is not None
+    assert torch.equal(mean, full_mean)
