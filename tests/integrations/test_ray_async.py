@@ -85,6 +85,11 @@ def test_a_killed_worker_retries_or_fails_its_point(local_ray, tmp_path, max_ret
     else:
         assert report.retried == 0 and report.failed >= 1
     assert 0.0 < report.utilisation <= 1.0
+    # Every evaluation that returned has its span, before the run's end.
+    assert len(report.spans) == 14 - report.failed
+    assert all(0 <= b <= report.wall_seconds for _, b in report.spans)
+    assert 0.0 < report.last_dispatch <= report.wall_seconds
+    assert 0.0 < report.steady_utilisation <= 1.0
     # The checkpoint holds the final state.
     resumed = LargeBatchOptimizer.load(
         tmp_path / "run.pt", BOUNDS, q=4, num_initial=4, num_candidates=64,
@@ -120,3 +125,38 @@ def test_bad_arguments_are_named():
         run_on_ray(object(), _f)
     with pytest.raises(InputDataError, match="workers"):
         run_on_ray(_optimizer(), _f, workers=0)
+
+
+def _ready(proposer, n):
+    # Wait (at most a minute) until the proposer holds ``n`` ready points.
+    for _ in range(600):
+        if len(proposer.ready) >= n:
+            return
+        proposer.check()
+        proposer.wait_for_points(timeout=0.1)
+    raise AssertionError(f"{len(proposer.ready)} points ready, not {n}")
+
+
+def test_the_proposer_asks_for_every_missing_point_in_one_ask():
+    # Results that come back together are told together, and the points they
+    # free are asked for in one ask, by the thread the driver dispatches from.
+    from botorch_sketch.integrations.ray_async import _Proposer
+
+    optimizer = _optimizer()
+    sizes = []
+    ask = optimizer.ask
+    optimizer.ask = lambda n: (sizes.append(n), ask(n))[1]
+    proposer = _Proposer(optimizer, evaluations=8, held=6, checkpoint=None)
+    proposer.thread.start()
+    try:
+        _ready(proposer, 6)
+        points = proposer.take(6)
+        proposer.put([(x, float(_f(x[None]))) for x in points[:3]])
+        _ready(proposer, 2)  # the budget's last two
+        assert sizes == [6, 2] and optimizer.num_told == 3
+        proposer.put([(x, float(_f(x[None]))) for x in points[3:]])
+        proposer.put([(x, float(_f(x[None]))) for x in proposer.take(2)])
+        proposer.finish()
+    finally:
+        proposer.stop()
+    assert optimizer.num_told == 8 and optimizer.pending.shape[0] == 0
