@@ -232,6 +232,9 @@ class LargeBatchOptimizer:
         # Finite points told since the regions last read them, with owners.
         self._new_X = self._unit.new_zeros(0, d)
         self._new_owner = torch.zeros(0, dtype=torch.long)
+        # Results told (failures included) since the regions last read them:
+        # they count successes and failures per ``q`` results, as TuRBO does.
+        self._new_told = 0
         self.last_ask = AskRecord()
         self.asks = 0
         # One row per ask that used the model (see ``LOG_COLUMNS``).
@@ -352,8 +355,14 @@ class LargeBatchOptimizer:
         record.refitted = counts is not None and counts.last in ("built", "refit")
         if self.trust_region:
             regions = self.regions
+            read = True
             if not regions.centres:
                 regions.start(model, X, self.num_candidates)
+            elif self._new_told < self.q:
+                # Fewer than ``q`` results since the last read (an
+                # asynchronous loop asks for a few points at a time): a
+                # batch of TuRBO's counters is ``q`` results, not one ask.
+                read = False
             elif self._new_X.shape[0] > 0:
                 # Success: a mean better by 1% of the observations' spread.
                 tolerance = 0.01 * float(Y.std())
@@ -372,8 +381,10 @@ class LargeBatchOptimizer:
             candidates = candidate_set(
                 incumbents, self._unit, self.num_candidates, generator=self.generator
             )
-        self._new_X = X[:0]
-        self._new_owner = self._new_owner[:0]
+        if not self.trust_region or read:
+            self._new_X = X[:0]
+            self._new_owner = self._new_owner[:0]
+            self._new_told = 0
         sampled = model
         if self._pending and self.pending_mode == "fantasize":
             sampled = self._fantasy(model)
@@ -516,6 +527,7 @@ class LargeBatchOptimizer:
         self.train_Y = torch.cat([self.train_Y, Y[keep]])
         self._new_X = torch.cat([self._new_X, unit[keep]])
         self._new_owner = torch.cat([self._new_owner, owner[keep]])
+        self._new_told += b
 
     def forget(self, X: Tensor) -> None:
         r"""Drop pending points that will never be told (e.g. cancelled).
@@ -604,6 +616,7 @@ class LargeBatchOptimizer:
             "design_asked": self._design_asked,
             "new_X": self._new_X.clone(),
             "new_owner": self._new_owner.clone(),
+            "new_told": self._new_told,
             "torch_state": self._torch_state.clone(),
             "generator_state": self.generator.get_state(),
             "engine": _engine_state(self.engine),
@@ -664,6 +677,8 @@ class LargeBatchOptimizer:
         self._next_id = int(state["next_id"])
         self._design_asked = int(state["design_asked"])
         self._new_X, self._new_owner = state["new_X"], state["new_owner"]
+        # Checkpoints from before the count read their new points as a batch.
+        self._new_told = int(state.get("new_told", self.q))
         self._torch_state = state["torch_state"]
         self.generator.set_state(state["generator_state"])
         _set_engine(self.engine, state["engine"])

@@ -296,3 +296,22 @@ def test_a_checkpoint_gives_the_runs_trace_and_plot(tmp_path):
     assert bool((trace.iteration_seconds > 0).all())
     figure = plot_large_batch({"ask/tell": [path]}, str(tmp_path / "run.png"))
     assert (tmp_path / "run.png").stat().st_size > 0 and figure.axes
+
+
+def test_the_regions_count_a_batch_per_q_results_not_per_ask():
+    # An asynchronous loop asks for one point at a time: TuRBO's success and
+    # failure counters still see batches of q results (q = 4 here).
+    optimizer = _optimizer()
+    X = optimizer.ask(6)
+    optimizer.tell(X, _f(X))
+    updates = []
+    update = optimizer.regions.update
+    optimizer.regions.update = lambda model, new_X, *a, **k: (
+        updates.append(new_X.shape[0]),
+        update(model, new_X, *a, **k),
+    )
+    x = optimizer.ask(1)
+    for _ in range(9):
+        optimizer.tell(x, _f(x))
+        x = optimizer.ask(1)
+    assert updates == [4, 4]
