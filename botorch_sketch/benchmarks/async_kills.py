@@ -11,7 +11,14 @@ one, kills it by SIGKILL ``kills`` times and restarts it, then lets it finish:
   shuffled order, saving after every chunk;
 - **ray**: :func:`~botorch_sketch.integrations.ray_async.run_on_ray` with a
   checkpoint (saved after every round), on a local Ray instance
-  (``num_cpus=2``) whose workers sleep a short exponential time per point.
+  (``num_cpus=2``) whose workers sleep a short exponential time per point;
+- **sync-lazy** (``--budget lazy``): the sync loop without the save after its
+  ask, so that points asked since the last save are in no checkpoint.
+
+Budgets: ``small`` (sync to 300 with 3 kills, ray to 120 with 2), ``large``
+(sync to 5000 with 10 kills, ray to 1000 with 3), ``lazy`` (sync-lazy to 5000
+with 10 kills); ``--skip sync`` or ``--skip ray`` leaves a part out, ``--seed``
+seeds the kills.
 
 The kills come once the run's saved results pass targets spread over the run
 (drawn from a seeded generator), each of one kind, in a seeded order: after a
@@ -29,7 +36,8 @@ the log against the final checkpoint:
 - the final data reaches the run's size, and every checkpoint read after a
   kill loads;
 - evaluations lost (evaluated, not in a checkpoint at the kill) and, of those,
-  how many were proposed again after the resume.
+  how many were proposed again after the resume (and of the lost points that
+  were not even pending in that checkpoint, how many).
 """
 
 from __future__ import annotations
@@ -63,7 +71,7 @@ KINDS = ("delay", "after save", "during save")
 class Part:
     r"""One driver's run: which loop, its size, kills and settings."""
 
-    driver: str  # "sync" or "ray"
+    driver: str  # "sync", "sync-lazy" (no save after an ask) or "ray"
     evaluations: int
     kills: int
     q: int
@@ -82,6 +90,9 @@ class Budget:
 BUDGETS = {
     "small": Budget((Part("sync", 300, 3, q=50), Part("ray", 120, 2, q=4))),
     "large": Budget((Part("sync", 5000, 10, q=100), Part("ray", 1000, 3, q=4))),
+    # A driver that saves only after its tells: the points asked since the
+    # last save are in no checkpoint, and a resume must propose them again.
+    "lazy": Budget((Part("sync-lazy", 5000, 10, q=100),)),
 }
 
 CHECKPOINT = "run.pt"
@@ -178,7 +189,8 @@ def drive_sync(part: Part, directory: Path) -> int:
     path = directory / CHECKPOINT
     while optimizer.num_told < part.evaluations:
         X = optimizer.ask(min(part.q, part.evaluations - optimizer.num_told))
-        optimizer.save(path)  # the asked points are pending in the checkpoint
+        if part.driver == "sync":
+            optimizer.save(path)  # the asked points are pending in the checkpoint
         _append(optimizer.journal, [f"ask {key(x)}" for x in X])
         order = torch.randperm(
             X.shape[0], generator=torch.Generator().manual_seed(optimizer.num_told)
@@ -242,6 +254,8 @@ class KillRun:
     final: int = 0
     lost: int = 0
     told_unsaved: int = 0
+    lost_fresh: int = 0
+    reproposed_fresh: int = 0
     reproposed: int = 0
     duplicates: int = 0
     missing: int = 0
@@ -351,6 +365,7 @@ def run(part: Part, seed: int = 0, directory: Path | None = None) -> KillRun:
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     progress = _Progress(directory / LOG)
     after_kills: dict[int, set[str]] = {}
+    pending: dict[int, set[str]] = {}
     cpu, wall = _children_cpu(), time.perf_counter()
     for target, kind in zip(targets, kinds, strict=True):
         child = subprocess.Popen(
@@ -360,12 +375,12 @@ def run(part: Part, seed: int = 0, directory: Path | None = None) -> KillRun:
             time.sleep(0.01)
         before = _temporary(directory)
         if _kill_when(child, kind, directory, rng):
+            child.wait()
             out.kills.append(kind)
             # The kill left a half-written temporary file: it came mid-write.
             out.mid_write += _temporary(directory) > before
         elif child.wait() != 0:
             raise RuntimeError(f"A {part.driver} driver failed ({child.returncode}).")
-        child.wait()
         with _quiet_killpg():
             os.killpg(child.pid, signal.SIGKILL)  # leftovers of the group, if any
         if (directory / CHECKPOINT).exists():
@@ -376,6 +391,7 @@ def run(part: Part, seed: int = 0, directory: Path | None = None) -> KillRun:
             else:
                 progress()  # the log up to the kill: which process it was
                 after_kills[progress.starts - 1] = set(_keys(state))
+                pending[progress.starts - 1] = {key(x) for x in state["pending_raw"]}
     child = subprocess.Popen(
         args, env=env, stdout=subprocess.DEVNULL, start_new_session=True
     )
@@ -387,7 +403,7 @@ def run(part: Part, seed: int = 0, directory: Path | None = None) -> KillRun:
     out.cpu_seconds = _children_cpu() - cpu
     out.wall_seconds = time.perf_counter() - wall
     out.temporary_files = _temporary(directory)
-    audit(out, directory, after_kills)
+    audit(out, directory, after_kills, pending)
     return out
 
 
@@ -410,7 +426,12 @@ def _keys(state: dict) -> list[str]:
     return [key(x) for x in unnormalize(state["told_X"], state["config"]["bounds"])]
 
 
-def audit(out: KillRun, directory: Path, after_kills: dict[int, set[str]]) -> None:
+def audit(
+    out: KillRun,
+    directory: Path,
+    after_kills: dict[int, set[str]],
+    pending: dict[int, set[str]] | None = None,
+) -> None:
     r"""Check the final checkpoint against the log; fill ``out``'s counts.
 
     Args:
@@ -418,6 +439,7 @@ def audit(out: KillRun, directory: Path, after_kills: dict[int, set[str]]) -> No
         directory: Holds the checkpoint and the log.
         after_kills: The points in the checkpoint read after each kill, by the
             index of the process killed (its ``start`` line's).
+        pending: The points pending in those checkpoints, by the same index.
     """
     state = load_checkpoint(directory / CHECKPOINT)
     final = _keys(state)
@@ -443,6 +465,7 @@ def audit(out: KillRun, directory: Path, after_kills: dict[int, set[str]]) -> No
         1 for x, y in values.items() if x not in evaluated or evaluated[x] != y
     )
     lost: list[str] = []
+    fresh: list[str] = []  # lost, and not pending in the checkpoint either
     saved_before: set[str] = set()
     for i, seg in enumerate(segments):
         # Told here although a checkpoint after an earlier kill held it.
@@ -452,6 +475,8 @@ def audit(out: KillRun, directory: Path, after_kills: dict[int, set[str]]) -> No
             # Evaluated in this (killed) process, not in the checkpoint at the kill.
             here = [r.split()[0] for w, r in seg if w == "eval"]
             lost += [x for x in here if x not in saved]
+            held = (pending or {}).get(i, set())
+            fresh += [x for x in here if x not in saved and x not in held]
             told_here = {x for w, x in seg if w == "told"}
             out.told_unsaved += sum(x in told_here for x in here if x not in saved)
             saved_before |= saved
@@ -461,6 +486,8 @@ def audit(out: KillRun, directory: Path, after_kills: dict[int, set[str]]) -> No
     ]
     asked_after = set().union(*asked) if asked else set()
     out.reproposed = sum(x in asked_after for x in lost)
+    out.lost_fresh = len(fresh)
+    out.reproposed_fresh = sum(x in asked_after for x in fresh)
 
 
 # ------------------------------------------------------------------ report
@@ -475,7 +502,8 @@ def render(budget: str, runs: list[KillRun]) -> str:
         f"{budget}`.",
         "",
         "| driver | seed | evaluations | kills (delay / after save / during save; "
-        "mid-write) | evaluated | lost at kills (told, not saved) | re-proposed | "
+        "mid-write) | evaluated | lost at kills (told, not saved) | re-proposed "
+        "(of the lost in no checkpoint) | "
         "duplicates | missing | wrong values | told again once saved | unreadable "
         "checkpoints | CPU s | wall s | ok |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
@@ -486,7 +514,8 @@ def render(budget: str, runs: list[KillRun]) -> str:
         lines.append(
             f"| {r.part.driver} (q = {r.part.q}) | {r.seed} | {r.final} of "
             f"{r.part.evaluations} | {len(r.kills)} ({kinds}; {r.mid_write}) | "
-            f"{r.evaluations} | {r.lost} ({r.told_unsaved}) | {r.reproposed} | "
+            f"{r.evaluations} | {r.lost} ({r.told_unsaved}) | {r.reproposed} "
+            f"({r.reproposed_fresh} of {r.lost_fresh}) | "
             f"{r.duplicates} | {r.missing} | "
             f"{r.wrong_values} | {r.saved_twice} | {r.unreadable} | "
             f"{r.cpu_seconds:.0f} | {r.wall_seconds:.0f} | "
@@ -520,7 +549,7 @@ def main(argv: list[str] | None = None) -> int:
         from botorch_sketch.benchmarks import async_kills
 
         part = async_kills.Part(driver, int(n), int(kills), q=int(q))
-        drive = async_kills.drive_sync if driver == "sync" else async_kills.drive_ray
+        drive = async_kills.drive_ray if driver == "ray" else async_kills.drive_sync
         print("done", drive(part, Path(directory)))
         return 0
     runs = [
