@@ -11,9 +11,12 @@ writes ``DIR/async-bo-BUDGET.md`` with three measurements of
    (16 workers), the pending points fantasised or only excluded; the modes
    take turns within one run;
 2. **ray**: :func:`~botorch_sketch.integrations.ray_async.run_on_ray` on
-   Hartmann-6 with ``workers`` local Ray workers whose evaluations sleep an
-   exponential time (mean ``mean_seconds``): the workers' utilisation, and
-   the best value at equal evaluations against the synchronous
+   Hartmann-6 and rover-60 with ``workers`` local Ray workers whose
+   evaluations sleep an exponential time (mean ``mean_seconds``): the
+   workers' utilisation (over the whole run, and until the last dispatch,
+   the drain at the end of the budget left out), the utilisation a driver
+   with no latency would reach on the same evaluation times (the drain's
+   share), and the best value at equal evaluations against the synchronous
    :func:`~botorch_sketch.bo.run_large_batch` (``q = workers``), per seed;
 3. **kills**: a run in a subprocess (ask, evaluate, tell, checkpoint after
    every tell) killed by SIGKILL at random moments and resumed from its
@@ -24,6 +27,7 @@ writes ``DIR/async-bo-BUDGET.md`` with three measurements of
 from __future__ import annotations
 
 import argparse
+import heapq
 import math
 import os
 import random
@@ -40,6 +44,7 @@ from pathlib import Path
 import torch
 from botorch.test_functions import Ackley, Hartmann
 
+from botorch_sketch.benchmarks.large_batch.problems import RoverTrajectory
 from botorch_sketch.bo import LargeBatchOptimizer, run_large_batch
 from botorch_sketch.bo.checkpoint import load_checkpoint
 
@@ -57,13 +62,28 @@ class Budget:
     seeds: int
     kills: int
     kill_evaluations: int
+    problems: tuple[str, ...] = ("Hartmann-6",)
 
 
 BUDGETS = {
     "small": Budget(2000, 20, 10, 4, ((0.05, 2),), 100, 1, 2, 40),
     "large": Budget(
-        10_000, 60, 20, 16, ((1.0, 2), (0.05, 2), (0.05, 6)), 400, 2, 5, 600
+        10_000,
+        60,
+        20,
+        16,
+        ((1.0, 2), (0.05, 2), (0.05, 6)),
+        400,
+        2,
+        5,
+        600,
+        ("Hartmann-6", "rover-60"),
     ),
+}
+
+PROBLEMS = {
+    "Hartmann-6": lambda: Hartmann(dim=6, negate=True),
+    "rover-60": RoverTrajectory,
 }
 
 
@@ -96,9 +116,9 @@ def latency(budget: Budget) -> dict[str, list[float]]:
     return times
 
 
-def _sleepy(mean: float, seed: int):
-    # A Hartmann-6 evaluation that sleeps an exponential time first.
-    f = Hartmann(dim=6, negate=True)
+def _sleepy(problem: str, mean: float, seed: int):
+    # An evaluation that sleeps an exponential time first.
+    f = PROBLEMS[problem]()
 
     def objective(X):
         rng = random.Random(hash((seed, *X.reshape(-1).tolist())))
@@ -106,6 +126,26 @@ def _sleepy(mean: float, seed: int):
         return f(X)
 
     return objective
+
+
+def zero_latency(spans: list[tuple[float, float]], workers: int) -> float:
+    r"""The utilisation of a driver with no latency on the same evaluation times.
+
+    The evaluations, in the order they started, each go to the first worker
+    free; what stays idle is the drain at the end of the budget.
+
+    Args:
+        spans: ``(start, end)`` of each evaluation.
+        workers: The number of workers.
+
+    Returns:
+        The seconds evaluated over ``workers`` times that schedule's length.
+    """
+    durations = [b - a for a, b in sorted(spans)]
+    free = [0.0] * workers
+    for d in durations:
+        heapq.heappush(free, heapq.heappop(free) + d)
+    return sum(durations) / (workers * max(free))
 
 
 def ray_runs(budget: Budget) -> list[dict[str, float]]:
@@ -117,38 +157,45 @@ def ray_runs(budget: Budget) -> list[dict[str, float]]:
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
     rows = []
-    f = Hartmann(dim=6, negate=True)
     try:
         q = budget.workers
-        for seed in range(budget.seeds):
-            sync = run_large_batch(
-                f, f.bounds, budget.evaluations, q=q, seed=seed, progress=False
-            )
-            for mean, queue in budget.runs:
-                if mean != budget.runs[0][0] and seed > 0:
-                    continue  # the other settings on the first seed only
-                optimizer = LargeBatchOptimizer(f.bounds, q=q, seed=seed)
-                report = run_on_ray(
-                    optimizer,
-                    _sleepy(mean, seed),
-                    workers=q,
-                    evaluations=budget.evaluations,
-                    queue=queue,
-                    worker_options={"num_cpus": 0},
-                    progress=False,
+        for problem in budget.problems:
+            f = PROBLEMS[problem]()
+            for seed in range(budget.seeds):
+                sync = run_large_batch(
+                    f, f.bounds, budget.evaluations, q=q, seed=seed, progress=False
                 )
-                rows.append(
-                    {
-                        "mean": mean,
-                        "queue": queue,
-                        "seed": seed,
-                        "utilisation": report.utilisation,
-                        "wall": report.wall_seconds,
-                        "async best": report.best_value,
-                        "sync best": float(sync.best_value[-1]),
-                        "evals/s": report.evaluations / report.wall_seconds,
-                    }
-                )
+                for mean, queue in budget.runs:
+                    if (mean, queue) != budget.runs[0] and (
+                        seed > 0 or problem != budget.problems[0]
+                    ):
+                        continue  # the other settings on the first seed only
+                    optimizer = LargeBatchOptimizer(f.bounds, q=q, seed=seed)
+                    report = run_on_ray(
+                        optimizer,
+                        _sleepy(problem, mean, seed),
+                        workers=q,
+                        evaluations=budget.evaluations,
+                        queue=queue,
+                        worker_options={"num_cpus": 0},
+                        progress=False,
+                    )
+                    rows.append(
+                        {
+                            "problem": problem,
+                            "mean": mean,
+                            "queue": queue,
+                            "seed": seed,
+                            "utilisation": report.utilisation,
+                            "steady": report.steady_utilisation,
+                            "zero latency": zero_latency(report.spans, q),
+                            "wall": report.wall_seconds,
+                            "async best": report.best_value,
+                            "sync best": float(sync.best_value[-1]),
+                            "evals/s": report.evaluations / report.wall_seconds,
+                        }
+                    )
+                    print(rows[-1], flush=True)
     finally:
         ray.cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
         ray.shutdown()
@@ -232,17 +279,19 @@ def render(
     if rays:
         lines += [
             "",
-            f"## Hartmann-6 on {budget.workers} local Ray workers, exponential "
-            f"evaluation times, {budget.evaluations} evaluations",
+            f"## {budget.workers} local Ray workers, exponential evaluation "
+            f"times, {budget.evaluations} evaluations",
             "",
-            "| mean s | queue | seed | utilisation | evals/s | async best | sync "
-            "best (q = workers) |",
-            "|---|---|---|---|---|---|---|",
+            "| problem | mean s | queue | seed | utilisation | until last "
+            "dispatch | no-latency driver | evals/s | async best | sync best "
+            "(q = workers) |",
+            "|---|---|---|---|---|---|---|---|---|---|",
         ]
         for r in rays:
             lines.append(
-                f"| {r['mean']} | {r['queue']} | {r['seed']} | "
-                f"{r['utilisation']:.1%} | {r['evals/s']:.1f} | "
+                f"| {r['problem']} | {r['mean']} | {r['queue']} | {r['seed']} | "
+                f"{r['utilisation']:.1%} | {r['steady']:.1%} | "
+                f"{r['zero latency']:.1%} | {r['evals/s']:.1f} | "
                 f"{r['async best']:.4f} | {r['sync best']:.4f} |"
             )
     if killed:
