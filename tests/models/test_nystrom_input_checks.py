@@ -246,14 +246,14 @@ def test_the_width_is_checked_after_the_input_transform(tkwargs):
         model.posterior(torch.rand(4, 1, 3, **tkwargs))
 
 
-def test_finite_data_whose_sum_overflows_are_accepted():
+def test_finite_data_whose_sum_overflows_are_accepted(tkwargs):
     # The finiteness check reads one sum first; a sum that overflows on finite
     # values falls back to the element-wise test, which accepts them, and a
     # NaN or infinity among them is still named.
     from botorch_sketch.models.validation import check_training_data
 
-    X = torch.rand(4, 2, dtype=torch.double)
-    Y = torch.full((4, 1), 1e308, dtype=torch.double)
+    X = torch.rand(4, 2, **tkwargs)
+    Y = torch.full((4, 1), 1e308, **tkwargs)
     check_training_data("NystromGP", X, Y, None)
     for bad, kind in ((float("inf"), "infinite"), (float("nan"), "NaN")):
         Y_bad = Y.clone()
