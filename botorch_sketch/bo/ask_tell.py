@@ -145,6 +145,7 @@ class LargeBatchOptimizer:
         num_regions: int = 2,
         seed: int = 0,
         pending: str = "fantasize",
+        success: str = "mean",
     ) -> None:
         r"""Configure the optimizer; nothing is drawn or fitted yet.
 
@@ -169,6 +170,9 @@ class LargeBatchOptimizer:
             pending: ``"fantasize"`` conditions the sampled model on pending
                 points at its posterior mean; ``"exclude"`` only refuses exact
                 repeats.
+            success: How the trust regions score their points, one of
+                :data:`~botorch_sketch.bo.regions.SUCCESS_RULES` (see
+                :class:`~botorch_sketch.bo.regions.TrustRegions`).
         """
         check_region(bounds, "bounds")
         if not bool((bounds[1] > bounds[0]).all()):
@@ -214,7 +218,12 @@ class LargeBatchOptimizer:
         self.engine.fast_forward(self.num_initial)
         self._extra = SobolEngine(d, scramble=True, seed=self.seed + 1)
         self.regions = TrustRegions(
-            d, self.q, self.num_regions, engine=self.engine, generator=self.generator
+            d,
+            self.q,
+            self.num_regions,
+            engine=self.engine,
+            generator=self.generator,
+            success=success,
         )
         # Finite observations in the unit cube, in the order told.
         self.train_X = self._unit.new_zeros(0, d)
@@ -231,6 +240,7 @@ class LargeBatchOptimizer:
         self._told_keys: set[bytes] = set()
         # Finite points told since the regions last read them, with owners.
         self._new_X = self._unit.new_zeros(0, d)
+        self._new_Y = self._unit.new_zeros(0, 1)
         self._new_owner = torch.zeros(0, dtype=torch.long)
         # Results told (failures included) since the regions last read them:
         # they count successes and failures per ``q`` results, as TuRBO does.
@@ -367,7 +377,12 @@ class LargeBatchOptimizer:
                 # Success: a mean better by 1% of the observations' spread.
                 tolerance = 0.01 * float(Y.std())
                 regions.update(
-                    model, self._new_X, self._new_owner, self.num_candidates, tolerance
+                    model,
+                    self._new_X,
+                    self._new_owner,
+                    self.num_candidates,
+                    tolerance,
+                    new_Y=self._new_Y,
                 )
             located = time.process_time()
             candidates, region = regions.candidates(model, self.num_candidates)
@@ -383,6 +398,7 @@ class LargeBatchOptimizer:
             )
         if not self.trust_region or read:
             self._new_X = X[:0]
+            self._new_Y = Y[:0]
             self._new_owner = self._new_owner[:0]
             self._new_told = 0
         sampled = model
@@ -526,6 +542,7 @@ class LargeBatchOptimizer:
         self.train_X = torch.cat([self.train_X, unit[keep]])
         self.train_Y = torch.cat([self.train_Y, Y[keep]])
         self._new_X = torch.cat([self._new_X, unit[keep]])
+        self._new_Y = torch.cat([self._new_Y, Y[keep]])
         self._new_owner = torch.cat([self._new_owner, owner[keep]])
         self._new_told += b
 
@@ -583,6 +600,7 @@ class LargeBatchOptimizer:
             "num_regions": self.num_regions,
             "seed": self.seed,
             "pending": self.pending_mode,
+            "success": self.regions.success,
             "surrogate": type(self.surrogate).__name__,
         }
 
@@ -615,6 +633,7 @@ class LargeBatchOptimizer:
             "next_id": self._next_id,
             "design_asked": self._design_asked,
             "new_X": self._new_X.clone(),
+            "new_Y": self._new_Y.clone(),
             "new_owner": self._new_owner.clone(),
             "new_told": self._new_told,
             "torch_state": self._torch_state.clone(),
@@ -624,6 +643,7 @@ class LargeBatchOptimizer:
             "regions": {
                 "states": [dataclasses.asdict(s) for s in regions.states],
                 "centres": [c.clone() for c in regions.centres],
+                "centre_values": list(regions.centre_values),
                 "collapsed": [c.clone() for c in regions.collapsed],
                 "restarts": regions.restarts,
             },
@@ -643,7 +663,11 @@ class LargeBatchOptimizer:
         Args:
             state: A state dict (see :func:`~botorch_sketch.bo.checkpoint.load`).
         """
-        checkpoint.check_config(state.get("config"), self.config())
+        saved = state.get("config")
+        if isinstance(saved, dict) and "success" not in saved:
+            # Checkpoints from before the choice read means.
+            saved = {**saved, "success": "mean"}
+        checkpoint.check_config(saved, self.config())
         try:
             self._load(state)
         except (KeyError, TypeError, ValueError, IndexError, AttributeError) as e:
@@ -677,6 +701,12 @@ class LargeBatchOptimizer:
         self._next_id = int(state["next_id"])
         self._design_asked = int(state["design_asked"])
         self._new_X, self._new_owner = state["new_X"], state["new_owner"]
+        # The new points are the last told (checkpoints from before new_Y).
+        new_Y = state.get("new_Y")
+        k = self._new_X.shape[0]
+        self._new_Y = (
+            self.train_Y[self.train_Y.shape[0] - k :] if new_Y is None else new_Y
+        )
         # Checkpoints from before the count read their new points as a batch.
         self._new_told = int(state.get("new_told", self.q))
         self._torch_state = state["torch_state"]
@@ -686,6 +716,9 @@ class LargeBatchOptimizer:
         regions = state["regions"]
         self.regions.states = [TurboState(**s) for s in regions["states"]]
         self.regions.centres = list(regions["centres"])
+        self.regions.centre_values = list(
+            regions.get("centre_values", [math.inf] * len(self.regions.centres))
+        )
         self.regions.collapsed = list(regions["collapsed"])
         self.regions.restarts = int(regions["restarts"])
         self.asks = int(state["asks"])

@@ -238,6 +238,7 @@ def run_large_batch(
     num_incumbents: int = 20,
     trust_region: bool = True,
     num_regions: int = 2,
+    success: str = "mean",
     seed: int = 0,
     time_cap: float | None = None,
     max_failed_batches: int = 3,
@@ -272,6 +273,10 @@ def run_large_batch(
             first re-expands at the best centre when it collapses, the others
             restart away from collapsed regions
             (:class:`~botorch_sketch.bo.regions.TrustRegions`).
+        success: How the regions score their points: ``"mean"`` (posterior
+            means), ``"observation"`` (TuRBO's rule) or ``"pessimistic"`` (the
+            smaller of the two); see
+            :class:`~botorch_sketch.bo.regions.TrustRegions`.
         seed: Seeds the design, the candidates and the paths; torch's global
             random state is forked, so the caller's stream is left alone.
         time_cap: Stop once the run's proposing CPU seconds (the objective's
@@ -326,6 +331,7 @@ def run_large_batch(
         trust_region=trust_region,
         num_regions=num_regions,
         seed=seed,
+        success=success,
     )
     problem = isinstance(objective, BaseTestProblem)
     optimal = getattr(objective, "optimal_value", math.nan) if problem else math.nan

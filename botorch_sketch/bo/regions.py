@@ -7,10 +7,17 @@ takes its maximum over the union of the regions' candidates, so a region that
 looks better gets more points. Here every region reads the same global model
 (which keeps every observation), so a region costs only its candidates:
 
-- a region's centre is its incumbent, the point of largest posterior mean among
-  its centre and the points it was given, re-read each batch under the current
-  model; success and failure are read from the same means (with noise, the best
-  observation of a batch is mostly its luckiest draw);
+- a region's centre is its incumbent, the point of largest score among its
+  centre and the points it was given, and a batch succeeds when its best score
+  beats the centre's. The score (``success``) is the posterior mean
+  (``"mean"``: re-read each batch under the current model; with noise, the
+  best observation of a batch is mostly its luckiest draw), the observation
+  (``"observation"``: TuRBO's rule), or the smaller of the two
+  (``"pessimistic"``). Means alone over-credit new points next to good ones
+  where the model smooths (a 100-D model whose lengthscales exceed the box):
+  the region keeps succeeding on means while the observations stall, and never
+  shrinks; observations alone are fooled by a lucky draw in noise. The smaller
+  of the two needs both to agree;
 - its box follows the model's lengthscales (:func:`trust_region_bounds`) and
   its candidates move a random subset of coordinates
   (:func:`perturbed_candidates`);
@@ -33,8 +40,10 @@ References:
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import torch
+from botorch.exceptions.errors import InputDataError
 from botorch.models.model import Model
 from botorch.sampling.pathwise import draw_matheron_paths
 from torch import Tensor
@@ -51,6 +60,9 @@ from botorch_sketch.bo.trust_region import (
 )
 from botorch_sketch.checks import checked_count
 
+#: How a region scores its points (see the module's docstring).
+SUCCESS_RULES = ("mean", "observation", "pessimistic")
+
 
 class TrustRegions:
     r"""``num_regions`` TuRBO regions sharing one model and one batch."""
@@ -62,6 +74,7 @@ class TrustRegions:
         num_regions: int = 1,
         engine: SobolEngine | None = None,
         generator: torch.Generator | None = None,
+        success: str = "mean",
     ) -> None:
         r"""Configure the regions; their centres are set by :meth:`start`.
 
@@ -74,12 +87,24 @@ class TrustRegions:
             generator: Seeds the candidates' coordinate masks (and the
                 default engine). The Thompson paths of restarts draw from
                 torch's global generator, as BoTorch's paths do.
+            success: How a region scores its points, one of
+                :data:`SUCCESS_RULES`: ``"mean"`` (posterior means),
+                ``"observation"`` (TuRBO's) or ``"pessimistic"`` (the smaller
+                of the two).
         """
+        if success not in SUCCESS_RULES:
+            raise InputDataError(
+                f"success must be one of {SUCCESS_RULES}, got {success!r}."
+            )
+        self.success = success
         self.dim = checked_count(dim, "dim")
         self.num_regions = checked_count(num_regions, "num_regions")
         state = TurboState(dim=self.dim, batch_size=batch_size)
         self.states = [state] * self.num_regions
         self.centres: list[Tensor] = []
+        # The observation at each centre (+inf where none is known: a restart
+        # at an unobserved peak; the mean then stands in).
+        self.centre_values: list[float] = []
         self.collapsed: list[Tensor] = []
         self.restarts = 0
         if engine is None:
@@ -104,6 +129,7 @@ class TrustRegions:
         """
         means = posterior_means(model, X)
         self.centres = [X[means.argmax()]]
+        self.centre_values = [math.inf] * self.num_regions
         for _ in range(1, self.num_regions):
             self.centres.append(
                 self._global_peak(model, num_candidates, self.centres, self.states[0])
@@ -138,32 +164,56 @@ class TrustRegions:
         owner: Tensor,
         num_candidates: int,
         tolerance: float = 0.0,
+        new_Y: Tensor | None = None,
     ) -> None:
-        r"""Read each region's new points under the updated model; restart.
+        r"""Score each region's new points under the updated model; restart.
 
         Args:
             model: The model of every observation, the new ones included.
             new_X: A ``b x d`` tensor of the batch's finite points.
             owner: A ``b`` long tensor: the region each point came from.
             num_candidates: The global candidates a restart chooses among.
-            tolerance: A batch succeeds when its best mean beats the centre's
-                by more than this (and TuRBO's ``1e-3 |best|``): means of new
-                points next to the centre differ from its own by a little
-                almost always, and a region that counted those as successes
-                never shrank.
+            tolerance: With ``"mean"`` or ``"pessimistic"`` scores, a batch
+                succeeds when its best score beats the centre's by more than
+                this (and TuRBO's ``1e-3 |best|``): means of new points next
+                to the centre differ from its own by a little almost always,
+                and a region that counted those as successes never shrank.
+            new_Y: A ``b`` or ``b x 1`` tensor of the points' observations
+                (needed unless ``success="mean"``).
         """
+        if self.success != "mean":
+            if new_Y is None or new_Y.numel() != new_X.shape[0]:
+                raise InputDataError(
+                    f"success={self.success!r} needs new_Y, one observation per "
+                    f"point of new_X ({new_X.shape[0]})."
+                )
+            new_Y = new_Y.reshape(-1)
         for k in range(self.num_regions):
             mine = new_X[owner == k]
             if mine.shape[0] == 0:
                 continue
             means = posterior_means(model, torch.cat([self.centres[k][None], mine]))
+            scores, extra = means, tolerance
+            if self.success != "mean":
+                seen = torch.cat(
+                    [means.new_tensor([self.centre_values[k]]), new_Y[owner == k]]
+                ).to(means)
+                if self.success == "observation":
+                    # An unobserved centre (a restart) is read by its mean.
+                    if not math.isfinite(self.centre_values[k]):
+                        seen[0] = means[0]
+                    scores, extra = seen, 0.0
+                else:
+                    scores = torch.minimum(means, seen)
             state = dataclasses.replace(
-                self.states[k], best_value=float(means[0]) + tolerance
+                self.states[k], best_value=float(scores[0]) + extra
             )
-            self.states[k] = update_state(state, means[1:].unsqueeze(-1))
-            best = int(means.argmax())  # the centre moves to any better mean
+            self.states[k] = update_state(state, scores[1:].unsqueeze(-1))
+            best = int(scores.argmax())  # the centre moves to any better score
             if best > 0:
                 self.centres[k] = mine[best - 1]
+                if self.success != "mean":
+                    self.centre_values[k] = float(new_Y[owner == k][best - 1])
             if self.states[k].restart_triggered:
                 self.states[k] = restart_state(self.states[k])
                 self.restarts += 1
@@ -172,7 +222,9 @@ class TrustRegions:
                     # collapse in noise or ruggedness is not the end of the
                     # best basin (Ackley's).
                     means = posterior_means(model, torch.stack(self.centres))
-                    self.centres[0] = self.centres[int(means.argmax())]
+                    j = int(means.argmax())
+                    self.centres[0] = self.centres[j]
+                    self.centre_values[0] = self.centre_values[j]
                     continue
                 # The others restart away from where regions collapsed (a
                 # second basin, Hartmann's, is found only by leaving the first).
@@ -181,6 +233,7 @@ class TrustRegions:
                 self.centres[k] = self._global_peak(
                     model, num_candidates, avoid, self.states[k]
                 )
+                self.centre_values[k] = math.inf
 
     def _global_peak(
         self, model: Model, num_candidates: int, avoid: list[Tensor], state: TurboState
