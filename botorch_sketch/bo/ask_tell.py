@@ -145,7 +145,7 @@ class LargeBatchOptimizer:
         num_regions: int = 2,
         seed: int = 0,
         pending: str = "fantasize",
-        success: str = "mean",
+        success: str = "pessimistic",
     ) -> None:
         r"""Configure the optimizer; nothing is drawn or fitted yet.
 

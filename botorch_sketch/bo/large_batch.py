@@ -20,14 +20,16 @@ loop keeps that time flat as the data grow and the dimension rises:
 - by default the candidates live in TuRBO trust regions
   [Eriksson2019scalable]_ over the one carried model
   (:class:`~botorch_sketch.bo.regions.TrustRegions`): boxes around the
-  regions' incumbents (the points of largest posterior mean among each
-  region's observations) whose sides follow the model's lengthscales, with
+  regions' incumbents whose sides follow the model's lengthscales, with
   TuRBO's candidates that move a random subset of coordinates (each with
-  probability ``min(1, 20 / d)``). A box doubles after successes and halves
-  after failures. When one collapses, the first region re-expands at the best
-  centre and the second restarts where a global Thompson sample peaks away
-  from the collapsed regions; every observation is kept (the global model
-  holds them all, where TuRBO starts a new model from a new design).
+  probability ``min(1, 20 / d)``). A point scores the smaller of its posterior
+  mean and its observation (``success="pessimistic"``): the incumbent is the
+  region's best score, a batch succeeds when it beats it, a box doubles after
+  successes and halves after failures. When one collapses, the first region
+  re-expands at the best centre and the second restarts where a global
+  Thompson sample peaks away from the collapsed regions; every observation
+  is kept (the global model holds them all, where TuRBO starts a new model
+  from a new design).
 
 Many paths share an argmax on a shared candidate set. :func:`thompson_batch`
 reports how many argmaxes were distinct and fills the batch: every path also
@@ -238,7 +240,7 @@ def run_large_batch(
     num_incumbents: int = 20,
     trust_region: bool = True,
     num_regions: int = 2,
-    success: str = "mean",
+    success: str = "pessimistic",
     seed: int = 0,
     time_cap: float | None = None,
     max_failed_batches: int = 3,

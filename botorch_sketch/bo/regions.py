@@ -74,7 +74,7 @@ class TrustRegions:
         num_regions: int = 1,
         engine: SobolEngine | None = None,
         generator: torch.Generator | None = None,
-        success: str = "mean",
+        success: str = "pessimistic",
     ) -> None:
         r"""Configure the regions; their centres are set by :meth:`start`.
 

@@ -527,7 +527,9 @@ def test_collapsed_regions_restart_at_the_best_centre_or_away():
 
     X, Y = _data(n=80)
     model = SingleTaskGP(X, Y)
-    regions = TrustRegions(3, 10, num_regions=2, generator=torch.Generator())
+    regions = TrustRegions(
+        3, 10, num_regions=2, generator=torch.Generator(), success="mean"
+    )
     regions.start(model, X, 256)
     assert len(regions.centres) == 2
     # Both regions one failure from collapse; the next batch fails for both.
