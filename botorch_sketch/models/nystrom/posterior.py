@@ -11,6 +11,9 @@ new rows of a joint covariance over baseline and new points), and a plain
 ``Standardize`` is undone on its pieces (:func:`standardize_scale`). Under
 GPyTorch's ``skip_posterior_variances`` only the mean is read (the covariance
 is zero, as an exact GP's is then): no covariance is folded.
+:func:`dtc_marginals` reads the same means and variances at points taken one
+at a time, with no posterior object around them (what ``q = 1`` analytic
+acquisitions read, hundreds of times per maximisation).
 :func:`latent_distribution` is the latent posterior ``model(x)`` gives in eval
 mode, and :func:`absorbed` the Woodbury step behind
 ``condition_on_observations`` (with the noise of :func:`new_noise`).
@@ -30,7 +33,7 @@ from gpytorch.likelihoods import FixedNoiseGaussianLikelihood
 from gpytorch.likelihoods.likelihood import Likelihood
 from gpytorch.means import Mean
 from linear_operator import to_linear_operator
-from linear_operator.operators import ZeroLinearOperator
+from linear_operator.operators import DiagLinearOperator, ZeroLinearOperator
 from torch import Tensor
 
 from botorch_sketch.models.nystrom.state import NystromState
@@ -42,6 +45,7 @@ from botorch_sketch.models.validation import (
     floor_fixed_noise,
     one_input_points,
 )
+from botorch_sketch.sketching.embedding.kernels import kernel_diagonal
 from botorch_sketch.sketching.posterior import DTCStatistics
 
 
@@ -151,6 +155,49 @@ def dtc_posterior(
     if transform is not None:
         posterior = transform.untransform_posterior(posterior, X=X)
     return posterior
+
+
+def dtc_marginals(
+    state: NystromState,
+    X: Tensor,
+    mean_module: Mean,
+    covar_module: Kernel,
+    outcome_transform: OutcomeTransform | None,
+) -> tuple[Tensor, Tensor] | None:
+    r"""The DTC posterior's means and variances at points, each taken alone.
+
+    What :func:`dtc_posterior`'s ``mean`` and ``variance`` are without
+    observation noise, read from the same folded read-out, but with no
+    covariance between the points and no distribution or linear operator
+    around them. A ``q = 1`` analytic acquisition reads only these, hundreds
+    of times per maximisation, where building the posterior object cost
+    several times the arithmetic (2.3 ms per posterior against 0.4 ms for
+    the kernel rows of 8 points and 382 inducing points, one thread).
+
+    Args:
+        state: The model's posterior state.
+        X: A ``batch_shape x q x d`` tensor of input-transformed points.
+        mean_module: The prior mean.
+        covar_module: The kernel.
+        outcome_transform: The outcome transform to undo, or None.
+
+    Returns:
+        The ``batch_shape x q`` means and variances in the data's units, or
+        None where the read-out does not apply: a batched state (fantasies)
+        or an outcome transform other than a plain ``Standardize``.
+    """
+    readout = state.readout
+    scale = standardize_scale(outcome_transform)
+    if readout.covariance_root is None or (
+        outcome_transform is not None and scale is None
+    ):
+        return None
+    prior = DiagLinearOperator(kernel_diagonal(covar_module, X))
+    delta, covar = readout.lazy(X, prior, scale=scale)
+    prior_mean = mean_module(X)
+    if scale is not None:
+        prior_mean = outcome_transform.means.reshape(()) + scale * prior_mean
+    return prior_mean + delta, covar.diagonal()
 
 
 def latent_distribution(
