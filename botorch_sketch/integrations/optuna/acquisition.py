@@ -40,7 +40,7 @@ from botorch.acquisition.multi_objective.objective import (
     IdentityMCMultiOutputObjective,
 )
 from botorch.acquisition.objective import GenericMCObjective
-from botorch.generation.gen import gen_candidates_scipy
+from botorch.generation.gen import gen_candidates_scipy, get_reasons_against_fast_path
 from botorch.models import ModelListGP
 from botorch.models.model import Model
 from botorch.optim import optimize_acqf
@@ -82,6 +82,24 @@ _RECHECK_EVERY = 10
 #: the default; the best values over 20 suggestions on ``long`` did not drop
 #: (``docs/suggest-mixed-unseen.md``, third round).
 _ACQF_PGTOL = 1e-2
+
+
+def _stopping_options() -> dict[str, float]:
+    r"""``_ACQF_PGTOL`` under the name ``gen_candidates_scipy``'s path takes.
+
+    BoTorch's batched L-BFGS-B (its fast path) takes ``pgtol`` and refuses
+    ``gtol`` (any other option sends it down the slow path); scipy's
+    ``minimize``, where BoTorch does not take the fast path (a SciPy
+    version it has not tested), names the same rule ``gtol`` and warns of
+    ``pgtol`` as unknown.
+    """
+    reasons = get_reasons_against_fast_path(
+        method="L-BFGS-B",
+        with_grad=True,
+        minimize_options={"pgtol": _ACQF_PGTOL},
+        timeout_sec=None,
+    )
+    return {"gtol" if reasons else "pgtol": _ACQF_PGTOL}
 
 
 def _suggest(
@@ -332,7 +350,7 @@ def _maximise(
         "batch_limit": 16,
         "init_batch_limit": raw_samples,
         "maxiter": 200,
-        "pgtol": _ACQF_PGTOL,
+        **_stopping_options(),
     }
     initial = None
     if starts is not None and len(starts):
@@ -448,7 +466,7 @@ def _discrete_search(
             acquisition_function=acqf,
             lower_bounds=0.0,
             upper_bounds=1.0,
-            options={"maxiter": 200, "pgtol": _ACQF_PGTOL},
+            options={"maxiter": 200, **_stopping_options()},
             fixed_features={int(c): start[:, 0, c] for c in fixed.nonzero().view(-1)},
         )
         polished = polished.detach()

@@ -178,3 +178,29 @@ def test_the_given_starts_reach_a_peak_the_raw_samples_miss():
     assert (missed - peak).abs().max() > 0.1
     assert torch.allclose(found.squeeze(0), peak, atol=1e-4)
     assert math.isclose(value(found).item(), 1.0, abs_tol=1e-6)
+
+
+def test_the_maximisation_stops_at_a_projected_gradient_of_1e_2(monkeypatch):
+    # Under the option name the path BoTorch takes reads: ``pgtol`` for its
+    # batched L-BFGS-B; ``gtol`` for scipy's ``minimize``, where it does not
+    # take that path (a SciPy it has not tested) and ``pgtol`` is unknown.
+    assert acquisition_module._stopping_options() == {"pgtol": 1e-2}
+    seen = []
+    original = acquisition_module.optimize_acqf
+
+    def spy(acq_function, **kwargs):
+        seen.append(kwargs["options"])
+        return original(acq_function=acq_function, **kwargs)
+
+    monkeypatch.setattr(acquisition_module, "optimize_acqf", spy)
+    monkeypatch.setattr(
+        acquisition_module,
+        "get_reasons_against_fast_path",
+        lambda **kwargs: ["a SciPy BoTorch has not tested"],
+    )
+    assert acquisition_module._stopping_options() == {"gtol": 1e-2}
+    sampler = SketchSampler(seed=0, n_startup_trials=5, **FAST)
+    study = optuna.create_study(sampler=sampler)
+    study.optimize(quadratic, n_trials=6)
+    assert len(seen) == 1
+    assert seen[0]["gtol"] == 1e-2 and "pgtol" not in seen[0]
