@@ -26,7 +26,9 @@ DESCRIPTIONS = {
     SKETCH: "`run_large_batch` with its defaults: pathwise Thompson sampling of q "
     "points per batch in two TuRBO trust regions over one carried Nystrom GP "
     "(`IncrementalGP`, 256 inducing points), refitted when a batch surprises it "
-    "or the data double, on 200 rows with at most 20 L-BFGS-B iterations.",
+    "or the data double, on 200 rows with at most 20 L-BFGS-B iterations; a "
+    "region's points scored by the smaller of posterior mean and observation "
+    "(`success='pessimistic'`).",
     TURBO_ENN: "TuRBO-ENN (`ennbo` 0.2.1, `turbo_enn_config(num_init=q)`; Sweet & "
     "Jadhav 2025): TuRBO's trust region and RAASP candidates scored by an "
     "epistemic-nearest-neighbour surrogate, no hyperparameter fit.",
