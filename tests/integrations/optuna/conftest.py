@@ -26,3 +26,19 @@ def pending_log(monkeypatch):
 
     monkeypatch.setattr(sampler_module, "_suggest", spy)
     return calls
+
+
+@pytest.fixture
+def acqf_calls(monkeypatch):
+    """Record the sampler's ``optimize_acqf`` calls: acquisition and keywords."""
+    from botorch_sketch.integrations.optuna import acquisition as acquisition_module
+
+    calls = []
+    original = acquisition_module.optimize_acqf
+
+    def spy(acq_function, **kwargs):
+        calls.append((acq_function, kwargs))
+        return original(acq_function=acq_function, **kwargs)
+
+    monkeypatch.setattr(acquisition_module, "optimize_acqf", spy)
+    return calls

@@ -19,19 +19,12 @@ from botorch_sketch.integrations.optuna.trials import _completion_order  # noqa:
 
 @pytest.mark.parametrize("acquisition", ["auto", "mc"])
 def test_a_trial_chosen_alone_uses_analytic_log_ei_unless_asked(
-    monkeypatch, acquisition
+    acqf_calls, acquisition
 ):
-    seen = []
-    original = acquisition_module.optimize_acqf
-
-    def spy(acq_function, **kwargs):
-        seen.append(acq_function)
-        return original(acq_function=acq_function, **kwargs)
-
-    monkeypatch.setattr(acquisition_module, "optimize_acqf", spy)
     sampler = SketchSampler(seed=0, n_startup_trials=5, acquisition=acquisition, **FAST)
     study = optuna.create_study(sampler=sampler)
     study.optimize(quadratic, n_trials=7)
+    seen = [acq for acq, _ in acqf_calls]
     expected = (
         LogExpectedImprovement
         if acquisition == "auto"
@@ -180,19 +173,13 @@ def test_the_given_starts_reach_a_peak_the_raw_samples_miss():
     assert math.isclose(value(found).item(), 1.0, abs_tol=1e-6)
 
 
-def test_the_maximisation_stops_at_a_projected_gradient_of_1e_2(monkeypatch):
+def test_the_maximisation_stops_at_a_projected_gradient_of_1e_2(
+    monkeypatch, acqf_calls
+):
     # Under the option name the path BoTorch takes reads: ``pgtol`` for its
     # batched L-BFGS-B; ``gtol`` for scipy's ``minimize``, where it does not
     # take that path (a SciPy it has not tested) and ``pgtol`` is unknown.
     assert acquisition_module._stopping_options() == {"pgtol": 1e-2}
-    seen = []
-    original = acquisition_module.optimize_acqf
-
-    def spy(acq_function, **kwargs):
-        seen.append(kwargs["options"])
-        return original(acq_function=acq_function, **kwargs)
-
-    monkeypatch.setattr(acquisition_module, "optimize_acqf", spy)
     monkeypatch.setattr(
         acquisition_module,
         "get_reasons_against_fast_path",
@@ -202,5 +189,6 @@ def test_the_maximisation_stops_at_a_projected_gradient_of_1e_2(monkeypatch):
     sampler = SketchSampler(seed=0, n_startup_trials=5, **FAST)
     study = optuna.create_study(sampler=sampler)
     study.optimize(quadratic, n_trials=6)
+    seen = [kwargs["options"] for _, kwargs in acqf_calls]
     assert len(seen) == 1
     assert seen[0]["gtol"] == 1e-2 and "pgtol" not in seen[0]

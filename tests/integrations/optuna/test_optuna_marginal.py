@@ -14,7 +14,6 @@ from botorch.models.transforms.outcome import Log  # noqa: E402
 from optuna_helpers import FAST  # noqa: E402
 
 from botorch_sketch.integrations.optuna import SketchSampler  # noqa: E402
-from botorch_sketch.integrations.optuna import acquisition as acquisition_module  # noqa: E402
 from botorch_sketch.integrations.optuna.marginal import _Marginals  # noqa: E402
 from botorch_sketch.models import NystromGP  # noqa: E402
 
@@ -114,18 +113,11 @@ def _failing(trial):
     return -((x - 0.6) ** 2) - (y - 0.7) ** 2 + 0.1 * "abc".index(c)
 
 
-def test_the_sampler_reads_its_nystrom_models_marginals(monkeypatch):
-    seen = []
-    original = acquisition_module.optimize_acqf
-
-    def spy(acq_function, **kwargs):
-        seen.append(acq_function)
-        return original(acq_function=acq_function, **kwargs)
-
-    monkeypatch.setattr(acquisition_module, "optimize_acqf", spy)
+def test_the_sampler_reads_its_nystrom_models_marginals(acqf_calls):
     sampler = SketchSampler(seed=0, n_startup_trials=8, **FAST)
     study = optuna.create_study(direction="maximize", sampler=sampler)
     study.optimize(_failing, n_trials=14, catch=(RuntimeError,))
+    seen = [acq for acq, _ in acqf_calls]
     assert any(t.state == optuna.trial.TrialState.FAIL for t in study.trials)
     assert seen and all(
         isinstance(a, (LogExpectedImprovement, LogConstrainedExpectedImprovement))
