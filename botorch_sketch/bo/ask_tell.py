@@ -71,7 +71,7 @@ from botorch_sketch.bo.thompson import (
     thompson_batch,
 )
 from botorch_sketch.bo.trust_region import TurboState
-from botorch_sketch.checks import checked_count
+from botorch_sketch.checks import checked_count, checked_real
 
 #: How the model a proposal samples from treats pending points.
 PENDING_MODES = ("fantasize", "exclude")
@@ -146,6 +146,7 @@ class LargeBatchOptimizer:
         seed: int = 0,
         pending: str = "fantasize",
         success: str = "pessimistic",
+        region_share: float = 0.5,
     ) -> None:
         r"""Configure the optimizer; nothing is drawn or fitted yet.
 
@@ -173,6 +174,13 @@ class LargeBatchOptimizer:
             success: How the trust regions score their points, one of
                 :data:`~botorch_sketch.bo.regions.SUCCESS_RULES` (see
                 :class:`~botorch_sketch.bo.regions.TrustRegions`).
+            region_share: The share of each batch's paths reserved to the
+                trust regions in equal parts: a reserved path takes its
+                maximum over its region's candidates alone, the others over
+                every region's. Without it a region the model reads as worse
+                gets no points, and the model, whose inducing points follow the
+                data, never learns what the region holds (see
+                :class:`~botorch_sketch.bo.regions.TrustRegions`).
         """
         check_region(bounds, "bounds")
         if not bool((bounds[1] > bounds[0]).all()):
@@ -197,6 +205,11 @@ class LargeBatchOptimizer:
         self.num_local = checked_count(num_local, "num_local")
         self.num_incumbents = checked_count(num_incumbents, "num_incumbents")
         self.num_regions = checked_count(num_regions, "num_regions")
+        self.region_share = checked_real(region_share, "region_share")
+        if not 0.0 <= self.region_share <= 1.0:
+            raise InputDataError(
+                f"region_share must lie in [0, 1], got {region_share!r}."
+            )
         self.seed = checked_count(seed, "seed", minimum=0)
         self.trust_region = trust_region
         self.pending_mode = pending
@@ -389,8 +402,12 @@ class LargeBatchOptimizer:
             owners = torch.arange(self.num_regions).repeat_interleave(
                 candidates.shape[0] // self.num_regions
             )
+            # With one region every path sees its candidates anyway.
+            share = self.region_share if self.num_regions > 1 else 0.0
+            reserved = int(share * b) // self.num_regions
         else:
             region = self._unit
+            reserved = 0
             incumbents = posterior_incumbents(model, X, self.num_incumbents)
             located = time.process_time()
             candidates = candidate_set(
@@ -413,6 +430,8 @@ class LargeBatchOptimizer:
             region,
             num_local=self.num_local,
             generator=self.generator,
+            groups=owners if self.trust_region else None,
+            reserved=reserved,
         )
         proposals, record.moved = self._unrepeated(batch.X)
         done = time.process_time()
@@ -601,6 +620,7 @@ class LargeBatchOptimizer:
             "seed": self.seed,
             "pending": self.pending_mode,
             "success": self.regions.success,
+            "region_share": self.region_share,
             "surrogate": type(self.surrogate).__name__,
         }
 
@@ -667,6 +687,9 @@ class LargeBatchOptimizer:
         if isinstance(saved, dict) and "success" not in saved:
             # Checkpoints from before the choice read means.
             saved = {**saved, "success": "mean"}
+        if isinstance(saved, dict) and "region_share" not in saved:
+            # Checkpoints from before the reservation let paths go anywhere.
+            saved = {**saved, "region_share": 0.0}
         checkpoint.check_config(saved, self.config())
         try:
             self._load(state)

@@ -29,7 +29,9 @@ loop keeps that time flat as the data grow and the dimension rises:
   re-expands at the best centre and the second restarts where a global
   Thompson sample peaks away from the collapsed regions; every observation
   is kept (the global model holds them all, where TuRBO starts a new model
-  from a new design).
+  from a new design). Half of each batch's paths are reserved to the regions
+  in equal shares (``region_share``): a region the paths never chose would
+  stay a region the global model reads poorly.
 
 Many paths share an argmax on a shared candidate set. :func:`thompson_batch`
 reports how many argmaxes were distinct and fills the batch: every path also
@@ -241,6 +243,7 @@ def run_large_batch(
     trust_region: bool = True,
     num_regions: int = 2,
     success: str = "pessimistic",
+    region_share: float = 0.5,
     seed: int = 0,
     time_cap: float | None = None,
     max_failed_batches: int = 3,
@@ -279,6 +282,9 @@ def run_large_batch(
             means), ``"observation"`` (TuRBO's rule) or ``"pessimistic"`` (the
             smaller of the two); see
             :class:`~botorch_sketch.bo.regions.TrustRegions`.
+        region_share: The share of each batch's paths reserved to the regions
+            in equal parts (each takes its maximum over its region's
+            candidates alone); the others go wherever they peak.
         seed: Seeds the design, the candidates and the paths; torch's global
             random state is forked, so the caller's stream is left alone.
         time_cap: Stop once the run's proposing CPU seconds (the objective's
@@ -334,6 +340,7 @@ def run_large_batch(
         num_regions=num_regions,
         seed=seed,
         success=success,
+        region_share=region_share,
     )
     problem = isinstance(objective, BaseTestProblem)
     optimal = getattr(objective, "optimal_value", math.nan) if problem else math.nan

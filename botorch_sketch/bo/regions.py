@@ -5,7 +5,19 @@ TuRBO-m [Eriksson2019scalable]_ runs ``m`` trust regions, each with its own
 local GP, and lets Thompson sampling share the batch among them: every path
 takes its maximum over the union of the regions' candidates, so a region that
 looks better gets more points. Here every region reads the same global model
-(which keeps every observation), so a region costs only its candidates:
+(which keeps every observation), so a region costs only its candidates. That
+global model is also why part of each batch is reserved to the regions in
+equal shares (``region_share`` of
+:class:`~botorch_sketch.bo.ask_tell.LargeBatchOptimizer`, half by default:
+those paths take their maximum over one region's candidates alone). TuRBO-m's
+local GP learns a region from that region's own data; a capped global model
+places its inducing points where the data are, so a region the paths never
+choose stays a region the model reads poorly. On Hartmann-6 the second region
+sat 0.16 from the optimum, at a true value of 2.88 and a posterior mean of
+1.4, for 3000 evaluations without a single point, while every path peaked in
+the first region's basin at 3.2 (seed 0, without the reservation).
+
+The regions themselves:
 
 - a region's centre is its incumbent, the point of largest score among its
   centre and the points it was given, and a batch succeeds when its best score

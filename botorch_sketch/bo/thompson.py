@@ -25,6 +25,7 @@ References:
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -193,6 +194,8 @@ def thompson_batch(
     num_local: int = 16,
     local_scale: float = 0.02,
     generator: torch.Generator | None = None,
+    groups: Tensor | None = None,
+    reserved: int = 0,
 ) -> Batch:
     r"""``q`` distinct points: each a pathwise sample's maximiser, deduplicated.
 
@@ -217,11 +220,17 @@ def thompson_batch(
         num_local: Perturbations per path (at least 1).
         local_scale: Their standard deviation, as a fraction of the box.
         generator: Seeds the perturbations and the paths' feature weights.
+        groups: A ``N`` long tensor numbering each candidate's group (its trust
+            region) from 0; needed when ``reserved > 0``.
+        reserved: Paths reserved to each group: the first ``reserved * G``
+            paths (``G`` groups) take their maximum over their own group's
+            candidates alone, the groups in turn; the others over all.
 
     Returns:
         A :class:`Batch`.
     """
     q = checked_count(q, "q")
+    reserved = checked_count(reserved, "reserved", minimum=0)
     num_local = checked_count(num_local, "num_local")
     local_scale = checked_real(local_scale, "local_scale", positive=True)
     per_candidate = isinstance(region, Tensor) and region.dim() == 3
@@ -245,6 +254,8 @@ def thompson_batch(
         )
     if not bool(torch.isfinite(candidates).all()):
         raise InputDataError("candidates contain NaN or infinite values.")
+    if reserved > 0:
+        _check_groups(groups, candidates.shape[0], reserved, q)
     if isinstance(model, ApproximateGPyTorchModel):
         # GPyTorch's variational strategy memoises the inducing Cholesky factor
         # with the batch shape of the last posterior call, and the Matheron
@@ -262,6 +273,12 @@ def thompson_batch(
 
     with torch.no_grad():
         values = path_values(paths, candidates)  # q x N
+        if reserved > 0:
+            # Reserved paths see their own group's candidates alone.
+            size = int(groups.max()) + 1
+            own = torch.arange(reserved * size, device=values.device) % size
+            other = groups.to(values.device).unsqueeze(0) != own.unsqueeze(1)
+            values[: own.shape[0]].masked_fill_(other, -math.inf)
         argmax = values.argmax(-1)
         best = candidates[argmax]  # q x d
         box = region[:, argmax].unsqueeze(-2) if per_candidate else region
@@ -285,6 +302,25 @@ def thompson_batch(
         use_local = taken | improves
         X = torch.where(use_local.unsqueeze(-1), best_local, best)
     return Batch(X=X, distinct_argmaxes=int(argmax.unique().numel()), argmax=argmax)
+
+
+def _check_groups(groups: Tensor | None, num: int, reserved: int, q: int) -> None:
+    if not isinstance(groups, Tensor) or groups.shape != (num,):
+        shape = tuple(groups.shape) if isinstance(groups, Tensor) else groups
+        raise InputDataError(
+            f"reserved paths need groups, one group per candidate ({num}); got {shape}."
+        )
+    if groups.dtype != torch.long or int(groups.min()) < 0:
+        raise InputDataError("groups must be non-negative integers (torch.long).")
+    size = int(groups.max()) + 1
+    if reserved * size > q:
+        raise InputDataError(
+            f"reserved ({reserved}) paths for each of {size} groups exceed q ({q})."
+        )
+    if groups.unique().numel() != size:
+        raise InputDataError(
+            f"groups must number the groups 0..{size - 1}, each with a candidate."
+        )
 
 
 def default_surrogate(max_inducing: int = 256) -> IncrementalGP:

@@ -18,7 +18,12 @@ from botorch_sketch.bo import (
     trace_from_checkpoint,
 )
 from botorch_sketch.bo import ask_tell as ask_tell_module
-from botorch_sketch.bo.checkpoint import VERSION, CheckpointError, load_checkpoint
+from botorch_sketch.bo.checkpoint import (
+    VERSION,
+    CheckpointError,
+    load_checkpoint,
+    save_checkpoint,
+)
 
 D = 3
 DATA = "data/large_batch_trace.json"
@@ -31,13 +36,17 @@ def _f(X):
     return -((X - centre) / (BOUNDS[1] - BOUNDS[0])).square().sum(-1)
 
 
-def _optimizer(**kwargs):
+def _settings(**kwargs):
     settings = dict(
         q=4, num_initial=6, num_candidates=64, num_local=4, seed=1,
         surrogate=default_surrogate(max_inducing=32),
     )  # fmt: skip
     settings.update(kwargs)
-    return LargeBatchOptimizer(BOUNDS, **settings)
+    return settings
+
+
+def _optimizer(**kwargs):
+    return LargeBatchOptimizer(BOUNDS, **_settings(**kwargs))
 
 
 def _keys(X):
@@ -68,7 +77,8 @@ def test_run_large_batch_repeats_the_trace_recorded_before_the_refactor():
 
 def _compare_with(recorded):
     for name, kwargs in {
-        "tr": dict(trust_region=True),
+        # Recorded before paths were reserved to the regions (region_share).
+        "tr": dict(trust_region=True, region_share=0.0),
         "global": dict(trust_region=False, num_initial=20),
     }.items():
         problem = Hartmann(dim=6, noise_std=0.1, negate=True)
@@ -315,3 +325,51 @@ def test_the_regions_count_a_batch_per_q_results_not_per_ask():
         optimizer.tell(x, _f(x))
         x = optimizer.ask(1)
     assert updates == [4, 4]
+
+
+def _two_regions_apart(optimizer):
+    # Two regions whose centres the model reads very differently.
+    X = optimizer.ask(6)
+    optimizer.tell(X, _f(X))
+    optimizer.ask(4)
+    regions = optimizer.regions
+    regions.centres = [BOUNDS.new_tensor([0.5] * D), BOUNDS.new_tensor([0.02] * D)]
+    return regions
+
+
+def test_each_region_is_reserved_its_share_of_the_paths():
+    # The second region sits in the unit cube's worst corner (the objective
+    # peaks at its centre): with a share reserved it still gets its paths.
+    for share, least in ((0.5, 5), (1.0, 10)):
+        optimizer = _optimizer(q=20, region_share=share)
+        _two_regions_apart(optimizer)
+        X = optimizer.ask(20)
+        owners = torch.tensor([optimizer._pending[i][2] for i in optimizer._pending])
+        owners = owners[-20:]
+        assert X.shape == (20, D)
+        assert int((owners == 0).sum()) >= least
+        assert int((owners == 1).sum()) >= least
+    assert optimizer.config()["region_share"] == 1.0
+
+
+def test_region_share_is_checked_and_checkpointed(tmp_path):
+    for bad in (-0.1, 1.5, math.nan, "half", True):
+        with pytest.raises(InputDataError, match="region_share"):
+            _optimizer(region_share=bad)
+    optimizer = _optimizer(region_share=0.25)
+    X = optimizer.ask(6)
+    optimizer.tell(X, _f(X))
+    path = tmp_path / "run.pt"
+    optimizer.save(path)
+    resumed = LargeBatchOptimizer.load(path, BOUNDS, **_settings(region_share=0.25))
+    assert resumed.region_share == 0.25
+    with pytest.raises(CheckpointError, match="region_share"):
+        LargeBatchOptimizer.load(path, BOUNDS, **_settings())
+    # A checkpoint from before the reservation resumes with none.
+    state = load_checkpoint(path)
+    del state["config"]["region_share"]
+    save_checkpoint(state, path)
+    with pytest.raises(CheckpointError, match="region_share"):
+        LargeBatchOptimizer.load(path, BOUNDS, **_settings())
+    resumed = LargeBatchOptimizer.load(path, BOUNDS, **_settings(region_share=0.0))
+    assert resumed.region_share == 0.0

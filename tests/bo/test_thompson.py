@@ -1,0 +1,67 @@
+"""Thompson batches whose first paths are reserved to groups of candidates."""
+
+import pytest
+import torch
+from botorch.exceptions.errors import InputDataError
+from botorch.models import SingleTaskGP
+
+from botorch_sketch.bo.thompson import thompson_batch
+
+pytestmark = pytest.mark.cpu_only
+
+UNIT = torch.tensor([[0.0] * 3, [1.0] * 3], dtype=torch.double)
+
+
+def _model():
+    g = torch.Generator().manual_seed(0)
+    X = torch.rand(40, 3, generator=g, dtype=torch.double)
+    Y = -(X - 0.3).square().sum(-1, keepdim=True)
+    return SingleTaskGP(X, Y + 1e-3 * torch.randn(40, 1, generator=g).double())
+
+
+def _candidates():
+    # Group 0 near the peak at 0.3, group 1 in the far corner, group 2 between.
+    g = torch.Generator().manual_seed(1)
+    near = 0.3 + 0.05 * torch.rand(10, 3, generator=g, dtype=torch.double)
+    far = 0.95 + 0.05 * torch.rand(10, 3, generator=g, dtype=torch.double)
+    mid = 0.6 + 0.05 * torch.rand(10, 3, generator=g, dtype=torch.double)
+    groups = torch.arange(3).repeat_interleave(10)
+    return torch.cat([near, far, mid]), groups
+
+
+@pytest.mark.parametrize("reserved", [0, 1, 4])
+def test_reserved_paths_peak_in_their_own_group(reserved):
+    candidates, groups = _candidates()
+    torch.manual_seed(0)
+    batch = thompson_batch(
+        _model(), candidates, 15, UNIT, num_local=2,
+        generator=torch.Generator().manual_seed(2),
+        groups=groups, reserved=reserved,
+    )  # fmt: skip
+    chosen = groups[batch.argmax]
+    head = 3 * reserved
+    # The first 3 * reserved paths take the groups in turn.
+    assert torch.equal(chosen[:head], torch.arange(head) % 3)
+    # The others go where the model peaks: next to the optimum.
+    assert bool((chosen[head:] == 0).all())
+    assert batch.X.unique(dim=0).shape[0] == 15
+
+
+def test_reserved_paths_need_valid_groups():
+    candidates, groups = _candidates()
+    model = _model()
+
+    def batch(groups, reserved=1, q=6):
+        return thompson_batch(
+            model, candidates, q, UNIT, groups=groups, reserved=reserved
+        )
+
+    for bad in (None, groups[:-1], groups.double(), groups - 1):
+        with pytest.raises(InputDataError, match="groups"):
+            batch(bad)
+    with pytest.raises(InputDataError, match="each with a candidate"):
+        batch(torch.where(groups == 1, 2, groups))
+    with pytest.raises(InputDataError, match="exceed q"):
+        batch(groups, reserved=3)
+    with pytest.raises(InputDataError, match="reserved"):
+        batch(groups, reserved=-1)
