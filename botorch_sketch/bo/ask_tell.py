@@ -147,6 +147,7 @@ class LargeBatchOptimizer:
         pending: str = "fantasize",
         success: str = "pessimistic",
         region_share: float = 0.5,
+        num_features: int = 1024,
     ) -> None:
         r"""Configure the optimizer; nothing is drawn or fitted yet.
 
@@ -181,6 +182,8 @@ class LargeBatchOptimizer:
                 gets no points, and the model, whose inducing points follow the
                 data, never learns what the region holds (see
                 :class:`~botorch_sketch.bo.regions.TrustRegions`).
+            num_features: Random Fourier features of each Thompson path's
+                prior part; a path costs ``O(m + F)`` per candidate.
         """
         check_region(bounds, "bounds")
         if not bool((bounds[1] > bounds[0]).all()):
@@ -210,6 +213,7 @@ class LargeBatchOptimizer:
             raise InputDataError(
                 f"region_share must lie in [0, 1], got {region_share!r}."
             )
+        self.num_features = checked_count(num_features, "num_features")
         self.seed = checked_count(seed, "seed", minimum=0)
         self.trust_region = trust_region
         self.pending_mode = pending
@@ -432,6 +436,7 @@ class LargeBatchOptimizer:
             generator=self.generator,
             groups=owners if self.trust_region else None,
             reserved=reserved,
+            num_features=self.num_features,
         )
         proposals, record.moved = self._unrepeated(batch.X)
         done = time.process_time()
@@ -621,6 +626,7 @@ class LargeBatchOptimizer:
             "pending": self.pending_mode,
             "success": self.regions.success,
             "region_share": self.region_share,
+            "num_features": self.num_features,
             "surrogate": type(self.surrogate).__name__,
         }
 
@@ -690,6 +696,8 @@ class LargeBatchOptimizer:
         if isinstance(saved, dict) and "region_share" not in saved:
             # Checkpoints from before the reservation let paths go anywhere.
             saved = {**saved, "region_share": 0.0}
+        if isinstance(saved, dict) and "num_features" not in saved:
+            saved = {**saved, "num_features": 1024}
         checkpoint.check_config(saved, self.config())
         try:
             self._load(state)

@@ -244,6 +244,7 @@ def run_large_batch(
     num_regions: int = 2,
     success: str = "pessimistic",
     region_share: float = 0.5,
+    num_features: int = 1024,
     seed: int = 0,
     time_cap: float | None = None,
     max_failed_batches: int = 3,
@@ -285,6 +286,8 @@ def run_large_batch(
         region_share: The share of each batch's paths reserved to the regions
             in equal parts (each takes its maximum over its region's
             candidates alone); the others go wherever they peak.
+        num_features: Random Fourier features of each Thompson path's prior
+            part; a path costs ``O(m + F)`` per candidate.
         seed: Seeds the design, the candidates and the paths; torch's global
             random state is forked, so the caller's stream is left alone.
         time_cap: Stop once the run's proposing CPU seconds (the objective's
@@ -341,6 +344,7 @@ def run_large_batch(
         seed=seed,
         success=success,
         region_share=region_share,
+        num_features=num_features,
     )
     problem = isinstance(objective, BaseTestProblem)
     optimal = getattr(objective, "optimal_value", math.nan) if problem else math.nan

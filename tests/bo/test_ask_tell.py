@@ -373,3 +373,35 @@ def test_region_share_is_checked_and_checkpointed(tmp_path):
         LargeBatchOptimizer.load(path, BOUNDS, **_settings())
     resumed = LargeBatchOptimizer.load(path, BOUNDS, **_settings(region_share=0.0))
     assert resumed.region_share == 0.0
+
+
+def test_num_features_is_checked_passed_on_and_checkpointed(tmp_path, monkeypatch):
+    for bad in (0, -1, 2.5, "many"):
+        with pytest.raises(InputDataError, match="num_features"):
+            _optimizer(num_features=bad)
+    seen = []
+    original = ask_tell_module.thompson_batch
+
+    def spy(*args, **kwargs):
+        seen.append(kwargs["num_features"])
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(ask_tell_module, "thompson_batch", spy)
+    optimizer = _optimizer(num_features=128)
+    for _ in range(2):
+        X = optimizer.ask(6 if optimizer.num_told == 0 else 4)
+        optimizer.tell(X, _f(X))
+    optimizer.ask(4)
+    assert seen and set(seen) == {128}
+    path = tmp_path / "run.pt"
+    optimizer.save(path)
+    with pytest.raises(CheckpointError, match="num_features"):
+        LargeBatchOptimizer.load(path, BOUNDS, **_settings())
+    state = load_checkpoint(path)
+    del state["config"]["num_features"]
+    save_checkpoint(state, path)
+    # A checkpoint from before the choice drew BoTorch's default 1024.
+    with pytest.raises(CheckpointError, match="num_features"):
+        LargeBatchOptimizer.load(path, BOUNDS, **_settings(num_features=128))
+    resumed = LargeBatchOptimizer.load(path, BOUNDS, **_settings(num_features=1024))
+    assert resumed.num_features == 1024

@@ -5,6 +5,7 @@ import torch
 from botorch.exceptions.errors import InputDataError
 from botorch.models import SingleTaskGP
 
+from botorch_sketch.bo import thompson as thompson_module
 from botorch_sketch.bo.thompson import thompson_batch
 
 pytestmark = pytest.mark.cpu_only
@@ -65,3 +66,22 @@ def test_reserved_paths_need_valid_groups():
         batch(groups, reserved=3)
     with pytest.raises(InputDataError, match="reserved"):
         batch(groups, reserved=-1)
+
+
+def test_the_paths_take_the_number_of_features_asked_for(monkeypatch):
+    seen = []
+    original = thompson_module.draw_kernel_feature_paths
+
+    def spy(*args, **kwargs):
+        paths = original(*args, **kwargs)
+        seen.append(paths.weight.shape[-1])
+        return paths
+
+    monkeypatch.setattr(thompson_module, "draw_kernel_feature_paths", spy)
+    candidates, _ = _candidates()
+    for num_features in (64, 1024):
+        thompson_batch(_model(), candidates, 4, UNIT, num_features=num_features)
+    assert seen == [64, 1024]
+    for bad in (0, -3, 2.5):
+        with pytest.raises(InputDataError, match="num_features"):
+            thompson_batch(_model(), candidates, 4, UNIT, num_features=bad)
