@@ -28,7 +28,8 @@ DESCRIPTIONS = {
     "(`IncrementalGP`, 256 inducing points), refitted when a batch surprises it "
     "or the data double, on 200 rows with at most 20 L-BFGS-B iterations; a "
     "region's points scored by the smaller of posterior mean and observation "
-    "(`success='pessimistic'`).",
+    "(`success='pessimistic'`); half of each batch's paths reserved to the "
+    "regions in equal shares (`region_share=0.5`).",
     TURBO_ENN: "TuRBO-ENN (`ennbo` 0.2.1, `turbo_enn_config(num_init=q)`; Sweet & "
     "Jadhav 2025): TuRBO's trust region and RAASP candidates scored by an "
     "epistemic-nearest-neighbour surrogate, no hyperparameter fit.",
