@@ -66,7 +66,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import torch
-from botorch.exceptions.errors import InputDataError
+from botorch.exceptions.errors import InputDataError, UnsupportedError
 from botorch.exceptions.warnings import BotorchWarning, InputDataWarning
 from botorch.models.model import Model
 from botorch.test_functions.base import BaseTestProblem
@@ -230,6 +230,15 @@ def _finite_max(values: list[float]) -> float:
     return max(finite) if finite else -math.inf
 
 
+def _minimised(problem: BaseTestProblem) -> bool:
+    # BoTorch's own reading of the direction, ``negate`` included; a
+    # multi-objective problem has none (its two outputs are refused later).
+    try:
+        return bool(problem.is_minimization_problem)
+    except UnsupportedError:
+        return False
+
+
 def run_large_batch(
     objective: Callable[[Tensor], Tensor],
     bounds: Tensor,
@@ -257,8 +266,9 @@ def run_large_batch(
             ``b x 1``) noisy observations (a tensor, array or list); NaN or
             infinity marks a failed point, which is counted as evaluated but
             not modelled. A BoTorch test function is one (its noise-free values
-            then go into the trace; build it with ``negate=True`` to minimise
-            it: the loop maximises).
+            then go into the trace; the loop maximises, so build a problem
+            BoTorch minimises with ``negate=True``: its
+            ``is_minimization_problem`` must be False, or a warning says so).
         bounds: A ``2 x d`` tensor of the search box (finite, lower < upper).
         evaluations: Evaluations in all, the initial design and failed points
             included (the last batch is cut to fit).
@@ -348,12 +358,14 @@ def run_large_batch(
     )
     problem = isinstance(objective, BaseTestProblem)
     optimal = getattr(objective, "optimal_value", math.nan) if problem else math.nan
-    if problem and not getattr(objective, "negate", True):
+    if problem and _minimised(objective):
+        negate = bool(getattr(objective, "negate", False))
         warnings.warn(
-            f"{type(objective).__name__} was built with negate=False: BoTorch's "
-            "test problems are minimised, and run_large_batch maximises. Build it "
-            "with negate=True to minimise it; this run maximises it, and its "
-            "simple regret is not reported.",
+            f"{type(objective).__name__} built with negate={negate} is a "
+            "minimisation problem (BoTorch's is_minimization_problem), and "
+            f"run_large_batch maximises. Build it with negate={not negate} to "
+            "minimise it; this run maximises it, and its simple regret is not "
+            "reported.",
             InputDataWarning,
             stacklevel=2,
         )

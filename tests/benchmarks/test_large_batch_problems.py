@@ -124,6 +124,8 @@ def test_problems_are_maximised_with_the_right_dimension(name):
     )
     values = problem(X, noise=False)
     assert values.shape == (16,)
+    # Maximised as built, by BoTorch's own reading of the direction.
+    assert problem.is_minimization_problem is False
     if name != "rover-60":
         # Negated: every value is at most the maximum.
         assert bool((values <= problem.optimal_value + 1e-9).all())

@@ -468,6 +468,28 @@ def test_a_minimisation_problem_is_named():
     assert bool(torch.isnan(trace.simple_regret).all())
 
 
+def test_a_problem_botorch_maximises_is_not_warned_about():
+    # Cosine8 is maximised as built (BoTorch's is_minimization_problem is
+    # False); negated, it is minimised, and the warning names that.
+    from botorch.exceptions.warnings import InputDataWarning
+    from botorch.test_functions import Cosine8
+
+    settings = dict(
+        evaluations=20, q=10, num_candidates=64, progress=False,
+        surrogate=IncrementalGP(max_inducing=15),
+    )  # fmt: skip
+    problem = Cosine8()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", InputDataWarning)
+        trace = run_large_batch(problem, problem.bounds, **settings)
+    assert trace.optimal_value == pytest.approx(0.8)
+    assert bool((trace.simple_regret >= 0).all())
+    negated = Cosine8(negate=True)
+    with pytest.warns(InputDataWarning, match="negate=False"):
+        trace = run_large_batch(negated, negated.bounds, **settings)
+    assert math.isnan(trace.optimal_value)
+
+
 @pytest.mark.parametrize(
     "output",
     [

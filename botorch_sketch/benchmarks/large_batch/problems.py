@@ -238,6 +238,7 @@ class RoverTrajectory(SyntheticTestFunction):
     start = (0.05, 0.05)
     goal = (0.95, 0.95)
     half_width = 0.025
+    _is_minimization_by_default = False  # a reward
     free_cost = 0.05
     collision_cost = 20.0
     miss_cost = 10.0
@@ -416,6 +417,7 @@ class ShiftedProblem(SyntheticTestFunction):
         self.continuous_inds = list(range(dim))
         self._optimizers = [tuple(x.tolist()) for x in optimizers]
         self._optimal_value = box.optimal_value
+        self._is_minimization_by_default = box.is_minimization_problem
         super().__init__(
             noise_std=noise_std,
             negate=negate,
