@@ -366,13 +366,7 @@ def test_region_share_is_checked_and_checkpointed(tmp_path):
     with pytest.raises(CheckpointError, match="region_share"):
         LargeBatchOptimizer.load(path, BOUNDS, **_settings())
     # A checkpoint from before the reservation resumes with none.
-    state = load_checkpoint(path)
-    del state["config"]["region_share"]
-    save_checkpoint(state, path)
-    with pytest.raises(CheckpointError, match="region_share"):
-        LargeBatchOptimizer.load(path, BOUNDS, **_settings())
-    resumed = LargeBatchOptimizer.load(path, BOUNDS, **_settings(region_share=0.0))
-    assert resumed.region_share == 0.0
+    _an_older_checkpoint_resumes_only_with(path, "region_share", 0.0, other=0.5)
 
 
 def test_num_features_is_checked_passed_on_and_checkpointed(tmp_path, monkeypatch):
@@ -397,11 +391,16 @@ def test_num_features_is_checked_passed_on_and_checkpointed(tmp_path, monkeypatc
     optimizer.save(path)
     with pytest.raises(CheckpointError, match="num_features"):
         LargeBatchOptimizer.load(path, BOUNDS, **_settings())
-    state = load_checkpoint(path)
-    del state["config"]["num_features"]
-    save_checkpoint(state, path)
     # A checkpoint from before the choice drew BoTorch's default 1024.
-    with pytest.raises(CheckpointError, match="num_features"):
-        LargeBatchOptimizer.load(path, BOUNDS, **_settings(num_features=128))
-    resumed = LargeBatchOptimizer.load(path, BOUNDS, **_settings(num_features=1024))
-    assert resumed.num_features == 1024
+    _an_older_checkpoint_resumes_only_with(path, "num_features", 1024, other=128)
+
+
+def _an_older_checkpoint_resumes_only_with(path, key, value, other):
+    # The checkpoint without ``key``, as written before the setting existed.
+    state = load_checkpoint(path)
+    del state["config"][key]
+    save_checkpoint(state, path)
+    with pytest.raises(CheckpointError, match=key):
+        LargeBatchOptimizer.load(path, BOUNDS, **_settings(**{key: other}))
+    resumed = LargeBatchOptimizer.load(path, BOUNDS, **_settings(**{key: value}))
+    assert getattr(resumed, key) == value
