@@ -404,3 +404,31 @@ def _an_older_checkpoint_resumes_only_with(path, key, value, other):
         LargeBatchOptimizer.load(path, BOUNDS, **_settings(**{key: other}))
     resumed = LargeBatchOptimizer.load(path, BOUNDS, **_settings(**{key: value}))
     assert getattr(resumed, key) == value
+
+
+def test_the_candidate_count_grows_with_large_batches(monkeypatch):
+    # max(1000, 5 q): a batch of q = 1000 paths over 1000 candidates peaked at
+    # the same candidates (Levy-100 stalled); an explicit count is kept.
+    defaults = {
+        q: LargeBatchOptimizer(BOUNDS, q=q).num_candidates for q in (4, 200, 300)
+    }
+    assert defaults == {4: 1000, 200: 1000, 300: 1500}
+    assert LargeBatchOptimizer(BOUNDS, q=300, num_candidates=64).num_candidates == 64
+    assert LargeBatchOptimizer(BOUNDS, q=300).config()["num_candidates"] == 1500
+    with pytest.raises(InputDataError, match="num_candidates"):
+        LargeBatchOptimizer(BOUNDS, q=300, num_candidates=0)
+    # run_large_batch leaves the default to the optimizer: 1500 candidates in
+    # each batch's paths at q = 300.
+    seen = []
+    original = ask_tell_module.thompson_batch
+
+    def spy(model, candidates, *args, **kwargs):
+        seen.append(candidates.shape[0])
+        return original(model, candidates, *args, **kwargs)
+
+    monkeypatch.setattr(ask_tell_module, "thompson_batch", spy)
+    run_large_batch(
+        _f, BOUNDS, evaluations=310, q=300, num_initial=10, num_local=1,
+        surrogate=default_surrogate(max_inducing=16), progress=False,
+    )  # fmt: skip
+    assert seen == [1500]
