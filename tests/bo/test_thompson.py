@@ -85,3 +85,32 @@ def test_the_paths_take_the_number_of_features_asked_for(monkeypatch):
     for bad in (0, -3, 2.5):
         with pytest.raises(InputDataError, match="num_features"):
             thompson_batch(_model(), candidates, 4, UNIT, num_features=bad)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("subset", [None, 250])
+def test_the_default_surrogate_fits_on_its_subset_of_rows(monkeypatch, subset):
+    from botorch_sketch.bo import incremental_gp
+    from botorch_sketch.bo.thompson import default_surrogate
+
+    g = torch.Generator().manual_seed(0)
+    X = torch.rand(600, 3, generator=g, dtype=torch.double)
+    Y = torch.sin(5 * X).sum(-1, keepdim=True)
+    sizes = []
+    original = incremental_gp.fitting_subset
+
+    def spy(model, model_class, rows=None):
+        sizes.append((model.train_X.shape[0], rows.unique().numel()))
+        return original(model, model_class, rows=rows)
+
+    monkeypatch.setattr(incremental_gp, "fitting_subset", spy)
+    surrogate = (
+        default_surrogate(max_inducing=32)
+        if subset is None
+        else default_surrogate(max_inducing=32, hyperparameter_subset=subset)
+    )
+    model = surrogate(X, Y)
+    # 400 rows by default: 200 left 20- to 100-D lengthscales poorly fitted.
+    assert sizes == [(600, 400 if subset is None else subset)]
+    assert model.inducing_index.numel() <= 32
+    assert model.train_X.shape[0] == 600

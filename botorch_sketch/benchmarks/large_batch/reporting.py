@@ -26,7 +26,7 @@ DESCRIPTIONS = {
     SKETCH: "`run_large_batch` with its defaults: pathwise Thompson sampling of q "
     "points per batch in two TuRBO trust regions over one carried Nystrom GP "
     "(`IncrementalGP`, 256 inducing points), refitted when a batch surprises it "
-    "or the data double, on 200 rows with at most 20 L-BFGS-B iterations; a "
+    "or the data double, on 400 rows with at most 20 L-BFGS-B iterations; a "
     "region's points scored by the smaller of posterior mean and observation "
     "(`success='pessimistic'`); half of each batch's paths reserved to the "
     "regions in equal shares (`region_share=0.5`).",
