@@ -346,10 +346,10 @@ def default_surrogate(
     any ``n`` (60 and 100 dimensions, 400 rows). The cap of 256 inducing points
     (not 512) halves the paths' cost per candidate.
 
-    400 rows, not 200: in 20 to 100 dimensions 200 rows left the lengthscales
-    poorly determined, and more L-BFGS-B iterations on them made the search
-    worse, where 400 rows made it better on nine of ten problems (median best
-    value over six seeds; ``docs/bo-headline.md``) for about 15% more CPU.
+    400 rows, not 200: with 400 the median best value after 10^4 evaluations
+    (q = 100, six seeds) rose on eight of ten problems and on six of six more,
+    for about 15% more CPU; more L-BFGS-B iterations on 200 rows made the
+    search worse (``docs/bo-headline.md``).
 
     Args:
         max_inducing: The inducing set's cap.

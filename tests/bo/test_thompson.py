@@ -110,7 +110,7 @@ def test_the_default_surrogate_fits_on_its_subset_of_rows(monkeypatch, subset):
         else default_surrogate(max_inducing=32, hyperparameter_subset=subset)
     )
     model = surrogate(X, Y)
-    # 400 rows by default: 200 left 20- to 100-D lengthscales poorly fitted.
+    # 400 rows by default (200 until the search was measured with both).
     assert sizes == [(600, 400 if subset is None else subset)]
     assert model.inducing_index.numel() <= 32
     assert model.train_X.shape[0] == 600
