@@ -35,7 +35,9 @@ from botorch.sampling.pathwise.prior_samplers import (
 )
 from botorch.sampling.pathwise.utils import get_input_transform, get_output_transform
 from botorch.utils.context_managers import delattr_ctx
-from torch import Size
+from linear_operator import to_dense
+from torch import Size, Tensor
+from torch.nn import Module
 
 from botorch_sketch.models.nystrom_gp import NystromGP
 from botorch_sketch.models.nystrom_outcomes import MultiOutputNystromGP
@@ -78,7 +80,7 @@ def _draw_matheron_paths_NystromGP(
         prior_paths = prior_sampler(model=model, sample_shape=sample_shape)
         S = embedding.inducing_points  # already input-transformed
         # The prior draw's Nystrom coordinates w_0 = root^T (f_0(S) - mu_0(S)).
-        centred = prior_paths.forward(S) - model.mean_module(S)
+        centred = _centred_prior_values(prior_paths, S, model.mean_module)
         v = posterior.matheron_update(centred @ embedding.root)
         update_paths = GeneralizedLinearPath(
             feature_map=KernelEvaluationMap(
@@ -93,6 +95,19 @@ def _draw_matheron_paths_NystromGP(
         update_paths=update_paths,
         output_transform=get_output_transform(model),
     )
+
+
+def _centred_prior_values(
+    prior_paths: GeneralizedLinearPath, S: Tensor, mean_module: Module
+) -> Tensor:
+    # ``f_0(S) - mu_0(S)`` as a ``sample_shape x m`` tensor. BoTorch's forward
+    # broadcasts one matrix-vector product per path (``q`` copies of the
+    # ``m x F`` features); for a flat ``sample_shape`` the ``q`` paths are one
+    # ``m x F`` by ``F x q`` product, and the bias (the prior mean) cancels.
+    weight = prior_paths.weight
+    if weight.dim() != 2 or prior_paths.bias_module is not mean_module:
+        return prior_paths.forward(S) - mean_module(S)
+    return (to_dense(prior_paths.feature_map(S)) @ weight.mT).mT
 
 
 @DrawMatheronPaths.register(MultiOutputNystromGP)

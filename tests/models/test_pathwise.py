@@ -52,6 +52,22 @@ def test_matheron_paths_match_the_dtc_posterior(tkwargs):
     assert 0.85 < float(ratio.min()) and float(ratio.max()) < 1.15
 
 
+def test_flat_and_nested_sample_shapes_draw_the_same_paths(tkwargs):
+    # A flat sample shape takes one dense product for the prior draw at the
+    # inducing points, a nested one BoTorch's per-path forward; from the same
+    # random stream they must give the same paths.
+    model, f = _model(tkwargs)
+    Xt = _uniform(f, 9, tkwargs, generator=torch.Generator().manual_seed(4))
+    values = []
+    for shape in (torch.Size([6]), torch.Size([2, 3])):
+        torch.manual_seed(3)
+        paths = draw_matheron_paths(model, sample_shape=shape)
+        with torch.no_grad():
+            values.append(paths(Xt).reshape(6, 9))
+    assert values[0].std() > 0
+    assert torch.allclose(values[0], values[1], rtol=1e-8, atol=1e-8)
+
+
 def test_thompson_sampling_over_many_candidates(tkwargs):
     torch.manual_seed(1)
     model, f = _model(tkwargs)
