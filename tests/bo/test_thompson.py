@@ -114,3 +114,37 @@ def test_the_default_surrogate_fits_on_its_subset_of_rows(monkeypatch, subset):
     assert sizes == [(600, 400 if subset is None else subset)]
     assert model.inducing_index.numel() <= 32
     assert model.train_X.shape[0] == 600
+
+
+def test_the_default_surrogate_spreads_its_subset_as_asked(monkeypatch):
+    from botorch_sketch.bo import incremental_gp
+    from botorch_sketch.bo.thompson import default_surrogate
+    from botorch_sketch.sketching.rules import NeighbourhoodSubset
+    from botorch_sketch.sketching.rules.rule import Candidates
+
+    assert default_surrogate().subset_rule.spread == 0.0
+    g = torch.Generator().manual_seed(1)
+    X = torch.rand(300, 2, generator=g, dtype=torch.double)
+    Y = torch.sin(5 * X).sum(-1, keepdim=True)
+    seen = []
+    original = incremental_gp.fitting_subset
+
+    def spy(model, model_class, rows=None):
+        seen.append(rows.clone())
+        return original(model, model_class, rows=rows)
+
+    monkeypatch.setattr(incremental_gp, "fitting_subset", spy)
+    surrogate = default_surrogate(
+        max_inducing=16, hyperparameter_subset=60, subset_spread=1.0
+    )
+    model = surrogate(X, Y)
+    # The rows the fit saw are the farthest-point rule's on the same inputs.
+    candidates = Candidates(
+        X=model.transformed_train_X.detach(), scores=model.train_targets.detach()
+    )
+    expected = NeighbourhoodSubset(spread=1.0).select(
+        candidates, 60, forced=torch.arange(280, 300)
+    )
+    assert len(seen) == 1 and torch.equal(seen[0], expected)
+    with pytest.raises(InputDataError, match="spread"):
+        default_surrogate(subset_spread="wide")

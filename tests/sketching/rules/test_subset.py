@@ -189,3 +189,79 @@ def test_neighbourhood_subset_forced_then_nearest_then_uniform():
         rule.select(Candidates(X=X), 60)
     with pytest.raises(InputDataError, match="local_fraction"):
         NeighbourhoodSubset(local_fraction=1.5)
+
+
+def test_neighbourhood_subset_farthest_spread_picks_the_farthest_rows_in_turn():
+    from botorch_sketch.sketching.rules import NeighbourhoodSubset
+
+    X = torch.linspace(0, 1, 101, dtype=torch.double).unsqueeze(-1)
+    scores = -X.squeeze(-1)  # the best row is 0
+    rule = NeighbourhoodSubset(local_fraction=0.5, spread=1.0)
+    rows = rule.select(Candidates(X=X, scores=scores), 5, forced=torch.tensor([50]))
+    # The forced row, the best row's two neighbours, then the row farthest
+    # from {0, 0.01, 0.5} (1.0), then the one farthest from those four (0.75).
+    assert rows.tolist() == [50, 0, 1, 100, 75]
+    with pytest.raises(InputDataError, match="spread"):
+        NeighbourhoodSubset(spread=1.5)
+
+
+def test_neighbourhood_subset_farthest_spread_matches_a_direct_greedy_in_chunks():
+    from botorch_sketch.sketching.rules import NeighbourhoodSubset
+
+    g = _gen(3)
+    # Most rows piled near one corner (a converged search), a few spread out.
+    X = torch.cat(
+        [
+            0.9 + 0.05 * torch.rand(4500, 3, generator=g, dtype=torch.double),
+            torch.rand(500, 3, generator=g, dtype=torch.double),
+        ]
+    )
+    scores = -(X - 0.92).square().sum(-1)
+    forced = torch.arange(4990, 5000)
+    rule = NeighbourhoodSubset(local_fraction=0.5, spread=1.0)
+    rows = rule.select(Candidates(X=X, scores=scores), 60, forced=forced)
+    assert rows.numel() == rows.unique().numel() == 60
+    # The greedy by hand, from the forced rows and the 25 neighbours.
+    chosen = rows[:35].tolist()
+    expected = []
+    for _ in range(25):
+        gap = torch.cdist(X, X[chosen]).min(-1).values
+        gap[chosen] = -1.0
+        i = int(gap.argmax())
+        expected.append(i)
+        chosen.append(i)
+    assert rows[35:].tolist() == expected
+    # The spread rows are far from the pile, where a uniform sample is not.
+    uniform = NeighbourhoodSubset(local_fraction=0.5, generator=_gen(0))
+    other = uniform.select(Candidates(X=X, scores=scores), 60, forced=forced)
+    pile = (X - 0.925).abs().max(-1).values <= 0.025
+    assert int(pile[rows[35:]].sum()) == 0
+    assert int(pile[other[35:]].sum()) > 12
+    # Half of each: the greedy's first picks, then a uniform sample.
+    half = NeighbourhoodSubset(local_fraction=0.5, spread=0.5, generator=_gen(0))
+    mixed = half.select(Candidates(X=X, scores=scores), 60, forced=forced)
+    assert mixed.numel() == mixed.unique().numel() == 60
+    assert mixed[35:47].tolist() == expected[:12]
+    assert int(pile[mixed[47:]].sum()) > 6
+
+
+def test_neighbourhood_subset_farthest_spread_picks_among_a_bounded_pool():
+    from botorch_sketch.sketching.rules import NeighbourhoodSubset
+
+    X = torch.rand(3000, 3, generator=_gen(4), dtype=torch.double)
+    scores = -X.sum(-1)
+    forced = torch.arange(2990, 3000)
+    picks = []
+    for seed in (0, 1):
+        rule = NeighbourhoodSubset(spread=1.0, generator=_gen(seed))
+        rule.pool = 40
+        rows = rule.select(Candidates(X=X, scores=scores), 60, forced=forced)
+        assert rows.numel() == rows.unique().numel() == 60
+        assert torch.equal(rows[:10], forced)
+        picks.append(set(rows[35:].tolist()))
+    # Beyond the pool the candidates are a uniform draw: another generator,
+    # other picks (without a pool both would be the same greedy).
+    assert picks[0] != picks[1]
+    unpooled = NeighbourhoodSubset(spread=1.0, generator=_gen(0))
+    rows = unpooled.select(Candidates(X=X, scores=scores), 60, forced=forced)
+    assert set(rows[35:].tolist()) != picks[0]
