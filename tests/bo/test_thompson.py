@@ -87,45 +87,16 @@ def test_the_paths_take_the_number_of_features_asked_for(monkeypatch):
             thompson_batch(_model(), candidates, 4, UNIT, num_features=bad)
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("subset", [None, 250])
-def test_the_default_surrogate_fits_on_its_subset_of_rows(monkeypatch, subset):
+def _sine_data(n, d, seed):
+    g = torch.Generator().manual_seed(seed)
+    X = torch.rand(n, d, generator=g, dtype=torch.double)
+    return X, torch.sin(5 * X).sum(-1, keepdim=True)
+
+
+def _spy_on_the_fitting_subset(monkeypatch):
+    # The rows of every hyperparameter subset the surrogate fits on.
     from botorch_sketch.bo import incremental_gp
-    from botorch_sketch.bo.thompson import default_surrogate
 
-    g = torch.Generator().manual_seed(0)
-    X = torch.rand(600, 3, generator=g, dtype=torch.double)
-    Y = torch.sin(5 * X).sum(-1, keepdim=True)
-    sizes = []
-    original = incremental_gp.fitting_subset
-
-    def spy(model, model_class, rows=None):
-        sizes.append((model.train_X.shape[0], rows.unique().numel()))
-        return original(model, model_class, rows=rows)
-
-    monkeypatch.setattr(incremental_gp, "fitting_subset", spy)
-    surrogate = (
-        default_surrogate(max_inducing=32)
-        if subset is None
-        else default_surrogate(max_inducing=32, hyperparameter_subset=subset)
-    )
-    model = surrogate(X, Y)
-    # 400 rows by default (200 until the search was measured with both).
-    assert sizes == [(600, 400 if subset is None else subset)]
-    assert model.inducing_index.numel() <= 32
-    assert model.train_X.shape[0] == 600
-
-
-def test_the_default_surrogate_spreads_its_subset_as_asked(monkeypatch):
-    from botorch_sketch.bo import incremental_gp
-    from botorch_sketch.bo.thompson import default_surrogate
-    from botorch_sketch.sketching.rules import NeighbourhoodSubset
-    from botorch_sketch.sketching.rules.rule import Candidates
-
-    assert default_surrogate().subset_rule.spread == 0.0
-    g = torch.Generator().manual_seed(1)
-    X = torch.rand(300, 2, generator=g, dtype=torch.double)
-    Y = torch.sin(5 * X).sum(-1, keepdim=True)
     seen = []
     original = incremental_gp.fitting_subset
 
@@ -134,6 +105,37 @@ def test_the_default_surrogate_spreads_its_subset_as_asked(monkeypatch):
         return original(model, model_class, rows=rows)
 
     monkeypatch.setattr(incremental_gp, "fitting_subset", spy)
+    return seen
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("subset", [None, 250])
+def test_the_default_surrogate_fits_on_its_subset_of_rows(monkeypatch, subset):
+    from botorch_sketch.bo.thompson import default_surrogate
+
+    X, Y = _sine_data(600, 3, seed=0)
+    seen = _spy_on_the_fitting_subset(monkeypatch)
+    surrogate = (
+        default_surrogate(max_inducing=32)
+        if subset is None
+        else default_surrogate(max_inducing=32, hyperparameter_subset=subset)
+    )
+    model = surrogate(X, Y)
+    # 400 rows by default (200 until the search was measured with both).
+    sizes = [rows.unique().numel() for rows in seen]
+    assert sizes == [400 if subset is None else subset]
+    assert model.inducing_index.numel() <= 32
+    assert model.train_X.shape[0] == 600
+
+
+def test_the_default_surrogate_spreads_its_subset_as_asked(monkeypatch):
+    from botorch_sketch.bo.thompson import default_surrogate
+    from botorch_sketch.sketching.rules import NeighbourhoodSubset
+    from botorch_sketch.sketching.rules.rule import Candidates
+
+    assert default_surrogate().subset_rule.spread == 0.0
+    X, Y = _sine_data(300, 2, seed=1)
+    seen = _spy_on_the_fitting_subset(monkeypatch)
     surrogate = default_surrogate(
         max_inducing=16, hyperparameter_subset=60, subset_spread=1.0
     )
