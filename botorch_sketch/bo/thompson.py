@@ -357,10 +357,11 @@ def default_surrogate(
     ``subset_spread`` replaces that share of the uniform sample by farthest
     points (:class:`~botorch_sketch.sketching.rules.NeighbourhoodSubset`), so
     that the fit sees the whole span of the data, not mostly the regions where
-    the search has piled them. ``1`` was better on smooth problems in 30-100
-    dimensions and worse on Ackley's; ``0.5`` kept most of the gain and was
-    about even on Ackley-20 (``docs/bo-headline.md``). Neither is the default
-    yet.
+    the search has piled them. On smooth problems in 30-100 dimensions
+    ``0.5`` or ``1`` was better in nearly every run (at q = 10, 100 and, on
+    Levy-100, 1000); on noisy Ackley it was worse at every batch size, the
+    plateau's ripple read as noise, so the default stays ``0``
+    (``docs/bo-headline.md``).
 
     Args:
         max_inducing: The inducing set's cap.
