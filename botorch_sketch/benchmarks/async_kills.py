@@ -22,7 +22,8 @@ seeds the kills.
 
 The kills come once the run's saved results pass targets spread over the run
 (drawn from a seeded generator), each of one kind, in a seeded order: after a
-random delay, the moment the checkpoint's mtime changes, or while a checkpoint
+random delay (cut short when the saved results reach the end of the
+kill's stratum), the moment the checkpoint's mtime changes, or while a checkpoint
 is being written (its temporary file exists). Every point is keyed by its
 float64 bytes. The driver appends to an independent log, flushed and fsynced:
 ``ask`` after the save that makes an asked point pending, ``eval`` from the
@@ -301,12 +302,21 @@ class _Progress:
         return self.saved
 
 
-def _kill_when(child, kind: str, directory: Path, rng: random.Random) -> bool:
+def _kill_when(
+    child,
+    kind: str,
+    directory: Path,
+    rng: random.Random,
+    progress: _Progress,
+    limit: int,
+) -> bool:
     # Waits for the moment of ``kind``; kills the child then. False if it ended.
+    # A delay ends early once the saved results reach ``limit`` (the end of the
+    # kill's stratum): on a fast machine a second is the rest of a small run.
     path = directory / CHECKPOINT
     if kind == "delay":
         deadline = time.monotonic() + rng.uniform(0.0, 1.0)
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline and progress() < limit:
             if child.poll() is not None:
                 return False
             time.sleep(0.005)
@@ -367,14 +377,15 @@ def run(part: Part, seed: int = 0, directory: Path | None = None) -> KillRun:
     after_kills: dict[int, set[str]] = {}
     pending: dict[int, set[str]] = {}
     cpu, wall = _children_cpu(), time.perf_counter()
-    for target, kind in zip(targets, kinds, strict=True):
+    for i, (target, kind) in enumerate(zip(targets, kinds, strict=True)):
         child = subprocess.Popen(
             args, env=env, stdout=subprocess.DEVNULL, start_new_session=True
         )
         while child.poll() is None and progress() < target:
             time.sleep(0.01)
         before = _temporary(directory)
-        if _kill_when(child, kind, directory, rng):
+        limit = n * (i + 1) // (k + 1)
+        if _kill_when(child, kind, directory, rng, progress, limit):
             child.wait()
             out.kills.append(kind)
             # The kill left a half-written temporary file: it came mid-write.
