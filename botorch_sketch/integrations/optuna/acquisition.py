@@ -31,7 +31,10 @@ from botorch.acquisition.analytic import (
     LogConstrainedExpectedImprovement,
     LogExpectedImprovement,
 )
-from botorch.acquisition.logei import qLogNoisyExpectedImprovement
+from botorch.acquisition.logei import (
+    qLogNoisyExpectedImprovement,
+    qLogProbabilityOfFeasibility,
+)
 from botorch.acquisition.multi_objective.logei import (
     qLogExpectedHypervolumeImprovement,
     qLogNoisyExpectedHypervolumeImprovement,
@@ -227,6 +230,18 @@ def _suggest(
             acqf, train_X, None, num_restarts, raw_samples, round_to_grid, discrete
         )
     sampler = SobolQMCNormalSampler(torch.Size([mc_samples]), seed=seed)
+    if train_con is not None and not bool((train_con <= 0).all(dim=-1).any()):
+        # No trial is feasible yet: look for where one is, as GPSampler does
+        # (its constrained LogEI without an incumbent) and as BoTorch advises
+        # (qLogNEI warned at every suggestion and fell back to an incumbent
+        # far below the observed values). ``_maximise`` still passes over
+        # the running trials' points.
+        acqf = qLogProbabilityOfFeasibility(
+            model=model, constraints=constraints, sampler=sampler
+        )
+        return _maximise(
+            acqf, train_X, pending_X, num_restarts, raw_samples, round_to_grid, discrete
+        )
     if alone:
         # Several objectives chosen alone: the improvement over the Pareto
         # front of the posterior means at the observed points (noise-free,

@@ -51,6 +51,10 @@ _FAILURES_FIT_SUBSET_SIZE = 200
 #: stayed large where the front's end has the widest cell, and every late
 #: trial went to that end (``suggest --budget two-objective-unseen``).
 _OBJECTIVES_NOISE_FLOOR = 1e-6
+#: The noise variance of the objectives' and constraints' models with
+#: ``deterministic_objective`` (of the standardised values): ``GPSampler``'s
+#: minimum, at which it holds its noise then.
+_DETERMINISTIC_NOISE = 1e-6
 
 
 @dataclass(frozen=True)
@@ -79,9 +83,13 @@ class _SamplerOptions:
     max_inducing: int | None = 384
     fit_subset_size: int | None = 500
     failed_trials: str = "constraint"
+    deterministic_objective: bool = False
 
     def __post_init__(self) -> None:
         _check_model(self.model, self.model_options)
+        _check_bool("deterministic_objective", self.deterministic_objective)
+        if self.deterministic_objective:
+            _check_fixed_noise(self.model, self.model_options)
         _check_seed(self.seed)
         _check_int("n_startup_trials", self.n_startup_trials, 0)
         _check_int("num_restarts", self.num_restarts, 1)
@@ -136,9 +144,12 @@ class _SamplerOptions:
         ``several_objectives``: for the model of one objective of several,
         whose inferred noise takes ``GPSampler``'s prior and may go down to
         ``_OBJECTIVES_NOISE_FLOOR`` (``_objective_likelihood``) unless
-        ``model_options`` give a ``likelihood``.
+        ``model_options`` give a ``likelihood``. With
+        ``deterministic_objective``, the objectives' and constraints' models
+        hold their noise at ``_DETERMINISTIC_NOISE`` (see
+        :meth:`output_options`).
         """
-        model_options = dict(self.model_options or {})
+        model_options = self.output_options(failures)
         if not failures:
             model_options.setdefault("covar_module", _gpsampler_kernel(dim))
         if several_objectives and not failures:
@@ -170,6 +181,28 @@ class _SamplerOptions:
         else:
             kwargs["model_kwargs"] = dict(model_options)
         return kwargs
+
+    def output_options(self, failures: bool = False) -> dict[str, Any]:
+        r"""``model_options`` for one output's model, as a new dict.
+
+        With ``deterministic_objective``, except for the model of where trials
+        fail (``failures``): with a new likelihood whose noise is held at
+        ``_DETERMINISTIC_NOISE``, as ``GPSampler`` holds its noise at its
+        minimum then (for its objectives and constraints).
+        """
+        model_options = dict(self.model_options or {})
+        if self.deterministic_objective and not failures:
+            model_options["likelihood"] = _fixed_noise_likelihood()
+        return model_options
+
+
+def _fixed_noise_likelihood() -> GaussianLikelihood:
+    r"""A Gaussian likelihood whose noise is ``_DETERMINISTIC_NOISE``, not fitted."""
+    likelihood = GaussianLikelihood(noise_constraint=GreaterThan(0.0))
+    likelihood.noise = _DETERMINISTIC_NOISE
+    # Left out of fit_gpytorch_mll's parameters, as GPyTorch fixes one.
+    likelihood.raw_noise.requires_grad_(False)
+    return likelihood
 
 
 def _objective_likelihood() -> GaussianLikelihood:
@@ -214,6 +247,30 @@ def _check_model(model: Any, model_options: dict[str, Any] | None) -> None:
             "model_options are passed to a model class; a factory takes its "
             "options itself (use functools.partial)."
         )
+
+
+def _check_fixed_noise(model: Any, model_options: dict[str, Any] | None) -> None:
+    # ``deterministic_objective`` passes each model a likelihood of its own.
+    if "likelihood" in (model_options or {}):
+        raise UnsupportedError(
+            "deterministic_objective holds the models' noise with a likelihood "
+            "of its own; model_options give a likelihood too. Pass one or the "
+            "other."
+        )
+    if not isinstance(model, type):
+        raise UnsupportedError(
+            "deterministic_objective needs a model class that takes a likelihood; "
+            "a factory builds its own model: hold its noise there."
+        )
+    try:
+        inspect.signature(model).bind(
+            None, None, likelihood=None, **(model_options or {})
+        )
+    except TypeError as e:
+        raise UnsupportedError(
+            f"deterministic_objective needs a model class that takes a "
+            f"likelihood; {model.__name__} does not: {e}."
+        ) from e
 
 
 def _check_seed(seed: Any) -> None:

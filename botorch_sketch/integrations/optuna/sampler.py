@@ -10,13 +10,16 @@ BoTorch acquisition, with the running trials as pending points: see
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+import warnings
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 import torch
+from botorch.exceptions.errors import UnsupportedError
 from botorch.models.model import Model
 from botorch.utils.sampling import manual_seed
+from linear_operator.utils.warnings import NumericalWarning
 from optuna.distributions import BaseDistribution
 from optuna.samplers import BaseSampler, RandomSampler
 from optuna.search_space import IntersectionSearchSpace
@@ -43,6 +46,7 @@ from botorch_sketch.integrations.optuna.trials import (
     _failed_trials,
     _objective_values,
     _pending_params,
+    _record_constraints,
     _share_relative_params,
 )
 from botorch_sketch.models import NystromGP
@@ -88,8 +92,13 @@ class SketchSampler(BaseSampler):
       process on the same storage, ``n_jobs > 1`` included) to the acquisition as
       ``X_pending``: qLogNEI adds them to its baseline, so the new point is chosen
       jointly with them;
-    - honours constraints set with ``trial.set_constraint`` (feasible when
-      ``<= 0``), each modelled by its own GP.
+    - honours constraints set with ``trial.set_constraint`` or returned by
+      ``constraints_func`` (feasible when ``<= 0``), each modelled by its own
+      GP;
+    - takes ``GPSampler``'s arguments (``seed``, ``independent_sampler``,
+      ``n_startup_trials``, ``deterministic_objective``, ``constraints_func``,
+      ``warn_independent_sampling``), so that swapping it in is a change of
+      the class's name.
 
     Unlike ``GPSampler``, which ignores them, it models where trials fail
     (``failed_trials="constraint"``): once a ``FAIL`` trial has every
@@ -159,6 +168,8 @@ class SketchSampler(BaseSampler):
         seed: int | None = None,
         independent_sampler: BaseSampler | None = None,
         n_startup_trials: int = 10,
+        deterministic_objective: bool = False,
+        constraints_func: Callable[[FrozenTrial], Sequence[float]] | None = None,
         num_restarts: int = 8,
         raw_samples: int = 256,
         mc_samples: int = 128,
@@ -194,6 +205,21 @@ class SketchSampler(BaseSampler):
                 outside the relative search space; ``RandomSampler(seed)`` if None.
             n_startup_trials: Number of completed trials before the model is used
                 (at least one is always needed).
+            deterministic_objective: As ``GPSampler``'s: the objectives'
+                and constraints' models hold their noise variance at ``1e-6``
+                of the standardised values (``GPSampler``'s minimum) rather
+                than infer it. The model class must take a ``likelihood``
+                (``NystromGP``, ``SingleTaskGP``, ...), and ``model_options``
+                must not give one. The model of where trials fail keeps its
+                inferred noise.
+            constraints_func: As ``GPSampler``'s (which Optuna 5 deprecates
+                for ``trial.set_constraint``): a function of a finished
+                ``COMPLETE`` or ``PRUNED`` trial returning a sequence of
+                floats, feasible when every one is ``<= 0``, written to the
+                trial as its constraints after it finishes (a NaN raises
+                ``ValueError`` and stops the study, as with ``GPSampler``).
+                Not called for failed trials. Not pickled with a lambda, as
+                with any sampler.
             num_restarts: Restarts of the acquisition optimiser.
             raw_samples: Quasi-random points from which the restarts are chosen.
             mc_samples: Quasi-Monte Carlo samples of the acquisition (at most
@@ -293,8 +319,15 @@ class SketchSampler(BaseSampler):
             max_inducing=max_inducing,
             fit_subset_size=fit_subset_size,
             failed_trials=failed_trials,
+            deterministic_objective=deterministic_objective,
         )
         _check_independent_sampler(independent_sampler)
+        if constraints_func is not None and not callable(constraints_func):
+            raise UnsupportedError(
+                "constraints_func must be a function of a FrozenTrial returning "
+                f"a sequence of floats; got {constraints_func!r}."
+            )
+        self._constraints_func = constraints_func
         seed = self._options.seed
         self._rng = np.random.RandomState(seed)
         self._independent_sampler = independent_sampler or RandomSampler(seed=seed)
@@ -385,7 +418,15 @@ class SketchSampler(BaseSampler):
             )
         pending = _pending_params(trials, trial, search_space)
         seed = int(self._rng.randint(_MAX_SEED))
-        with manual_seed(seed):
+        with manual_seed(seed), warnings.catch_warnings():
+            # A candidate on a running or completed trial's point (every point
+            # of a small discrete space is one soon) makes qLogNEI's joint
+            # covariance singular: linear_operator adds a jitter of 1e-8 and
+            # says so at each such evaluation, hundreds of lines in Optuna's
+            # own sampler tests that a user cannot act on.
+            warnings.filterwarnings(
+                "ignore", message="A not p.d., added jitter", category=NumericalWarning
+            )
             candidate = _suggest(
                 train_X=train_X,
                 train_obj=train_obj,
@@ -425,7 +466,9 @@ class SketchSampler(BaseSampler):
             # n_jobs > 1 another trial may complete the startup meanwhile):
             # not the conditional parameter the warning is about.
             common = self._intersection_search_space.calculate(study)
-            if n_complete >= self._options.n_startup_trials and (
+            # With no completed trial there is nothing to model yet (the
+            # first trial, whatever n_startup_trials): not worth a warning.
+            if n_complete >= max(self._options.n_startup_trials, 1) and (
                 param_name not in common
             ):
                 _logger.warning(
@@ -450,7 +493,11 @@ class SketchSampler(BaseSampler):
         state: TrialState,
         values: Sequence[float] | None,
     ) -> None:
-        r"""Let the independent sampler see the finished trial."""
+        r"""Record ``constraints_func``'s values, then tell the independent sampler."""
+        # Absent from a sampler pickled before the option existed.
+        constraints_func = getattr(self, "_constraints_func", None)
+        if constraints_func is not None:
+            _record_constraints(constraints_func, study, trial, state)
         self._independent_sampler.after_trial(study, trial, state, values)
 
 

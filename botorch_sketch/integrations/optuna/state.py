@@ -192,7 +192,9 @@ class _CarriedModels:
                 if surrogate.counts.last in ("built", "refit"):
                     self.store_hyperparameters(name, model)
                 return model
-            model = options.model(train_X, train_Y, **options.model_options)
+            model = options.model(
+                train_X, train_Y, **options.output_options(name == FAILURES)
+            )
             state = self.warm_states.get(name) if options.warm_start else None
             if state is not None:
                 model.load_state_dict(state, strict=False)
@@ -470,7 +472,8 @@ def _load_hyperparameters(
     problem = None
     with torch.no_grad():
         for key, parameter in model.named_parameters():
-            if key not in parameters:
+            if key not in parameters or not parameter.requires_grad:
+                # Absent, or held (deterministic_objective's noise).
                 continue
             try:
                 value = torch.as_tensor(

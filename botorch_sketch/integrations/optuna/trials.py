@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -23,6 +24,9 @@ from torch import Tensor
 from botorch_sketch.integrations.optuna.encoding import _TKWARGS, _contains
 
 _RELATIVE_PARAMS_KEY = "botorch_sketch:relative_params"
+#: Where Optuna's samplers write a ``constraints_func``'s values, which
+#: ``FrozenTrial.constraints`` reads back as the constraints "0", "1", ...
+_CONSTRAINTS_KEY = "constraints"
 #: RDB storage caps an attribute at 2046 characters.
 _SYSTEM_ATTR_MAX_LENGTH = 2045
 
@@ -137,3 +141,43 @@ def _share_relative_params(
             f"{_RELATIVE_PARAMS_KEY}:{i // _SYSTEM_ATTR_MAX_LENGTH}",
             text[i : i + _SYSTEM_ATTR_MAX_LENGTH],
         )
+
+
+def _record_constraints(
+    constraints_func: Callable[[FrozenTrial], Sequence[float]],
+    study: Study,
+    trial: FrozenTrial,
+    state: TrialState,
+) -> None:
+    r"""Write ``constraints_func(trial)`` to a finished trial, as ``GPSampler`` does.
+
+    Only for a ``COMPLETE`` or ``PRUNED`` trial. The values are then the
+    trial's ``constraints`` (feasible when every one is ``<= 0``), as if the
+    objective had called ``trial.set_constraint`` for each, through the
+    storage (see :func:`_share_relative_params`).
+
+    Raises:
+        ValueError: When the function does not return a non-empty sequence of
+            numbers, or returns a NaN (Optuna's own error, which stops the
+            optimisation with the trial recorded without constraints).
+    """
+    if state not in (TrialState.COMPLETE, TrialState.PRUNED):
+        return
+    values = constraints_func(trial)
+    try:
+        array = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        array = None
+    if array is None or array.ndim != 1 or array.size == 0:
+        raise ValueError(
+            "constraints_func must return a non-empty sequence of floats; for "
+            f"trial {trial.number} it returned {values!r}."
+        )
+    if np.isnan(array).any():
+        raise ValueError(
+            f"Constraint values cannot be NaN: constraints_func returned {values!r} "
+            f"for trial {trial.number}."
+        )
+    study._storage.set_trial_system_attr(
+        trial._trial_id, _CONSTRAINTS_KEY, array.tolist()
+    )
