@@ -324,3 +324,37 @@ def test_nystrom_candidates_propose_between_warm_starts(monkeypatch):
         params = sampler.sample_relative(study, new_trial(study), distributions)
         assert params["x"] not in (0.25, 0.75)
         assert params["n"] % 5 == 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("carried", [False, True])
+@pytest.mark.parametrize(
+    "n_objectives, constrained",
+    [(1, False), (2, False), (4, False), (1, True), (2, True), (3, True)],
+)
+def test_candidates_functions_in_optuna_integrations_own_cases(
+    carried, n_objectives, constrained
+):
+    # optuna-integration's test_botorch_specify_candidates_func(_constrained),
+    # with ours in its list: 2 random trials then 2 from the model, every
+    # trial complete and the constraints function called for each.
+    from optuna_integration import BoTorchSampler
+
+    calls = []
+
+    def constraints_func(trial):
+        calls.append(trial.number)
+        return (sum(trial.params[f"x{i}"] for i in range(n_objectives)) - 0.5,)
+
+    sampler = BoTorchSampler(
+        candidates_func=NystromCandidates() if carried else nystrom_candidates_func,
+        constraints_func=constraints_func if constrained else None,
+        n_startup_trials=2,
+    )
+    study = optuna.create_study(directions=["minimize"] * n_objectives, sampler=sampler)
+    study.optimize(
+        lambda t: [t.suggest_float(f"x{i}", 0, 1) for i in range(n_objectives)],
+        n_trials=4,
+    )
+    assert [t.state for t in study.trials] == [optuna.trial.TrialState.COMPLETE] * 4
+    assert calls == ([0, 1, 2, 3] if constrained else [])
