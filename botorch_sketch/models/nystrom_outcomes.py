@@ -161,9 +161,10 @@ class MultiOutputNystromGP(GPyTorchModel, GP, FantasizeMixin):
     ``j`` is the single-output ``NystromGP`` on column ``j`` of the
     outcome-transformed data (``outcome_models[j]``), so its fit, posterior and
     inducing set are exactly those of that model. Its options (``fit_rounds``,
-    ``exact_fit_size``, ...), its inducing set, statistics of data held
-    elsewhere and pathwise sampling are the outcome models' (take
-    ``subset_output([j])`` for the last two).
+    ``exact_fit_size``, ...), its inducing set and statistics of data held
+    elsewhere are the outcome models' (take ``subset_output([j])`` for the
+    last). Pathwise sampling draws one path per outcome model and joins them
+    as a ``SingleTaskGP``'s (:class:`~botorch_sketch.models.pathwise.OutcomePaths`).
 
     Example:
         >>> model = MultiOutputNystromGP(train_X, torch.cat([y1, y2], dim=-1))

@@ -3,8 +3,10 @@ r"""``NystromGP`` in BoTorch's pathwise sampling (Matheron's rule).
 
 Registering the model with BoTorch's ``DrawMatheronPaths`` (and its prior
 sampler) makes ``draw_matheron_paths``, ``get_matheron_path_model`` and
-``PathwiseThompsonSampling`` work with it. A path is a random-feature draw
-``f_0`` from the prior plus the update ``z(x)^T v`` of
+``PathwiseThompsonSampling`` work with it, and with a
+:class:`~botorch_sketch.models.MultiOutputNystromGP` (one path per outcome,
+joined as a batched ``SingleTaskGP``'s: :class:`OutcomePaths`). A path is a
+random-feature draw ``f_0`` from the prior plus the update ``z(x)^T v`` of
 :meth:`~botorch_sketch.sketching.posterior.WeightPosterior.matheron_update`, written as
 ``k(x, S) root v``: after an ``O(m^3)`` set-up, evaluating a path costs
 ``O(m + num_features)`` per point, so Thompson sampling over many candidates
@@ -24,10 +26,15 @@ from typing import Any
 import torch
 from botorch.exceptions.errors import UnsupportedError
 from botorch.sampling.pathwise.features.maps import KernelEvaluationMap
-from botorch.sampling.pathwise.paths import GeneralizedLinearPath
+from botorch.sampling.pathwise.paths import (
+    GeneralizedLinearPath,
+    PathList,
+    SamplePath,
+)
 from botorch.sampling.pathwise.posterior_samplers import (
     DrawMatheronPaths,
     MatheronPath,
+    draw_matheron_paths,
 )
 from botorch.sampling.pathwise.prior_samplers import (
     DrawKernelFeaturePaths,
@@ -112,10 +119,68 @@ def _centred_prior_values(
 
 @DrawMatheronPaths.register(MultiOutputNystromGP)
 def _draw_matheron_paths_MultiOutputNystromGP(
-    model: MultiOutputNystromGP, **kwargs: Any
-) -> MatheronPath:
-    raise UnsupportedError(
-        "Pathwise sampling of a multi-output NystromGP is not supported; draw paths "
-        "from model.subset_output([j]) for each outcome j (or use a ModelListGP of "
-        "them, which BoTorch's pathwise sampling handles)."
-    )
+    model: MultiOutputNystromGP,
+    *,
+    sample_shape: Size,
+    prior_sampler: Any,
+    update_strategy: Any,
+) -> PathList:
+    # One path per outcome model (independent outcomes), each in the
+    # outcome-transformed units of its column; the container's outcome
+    # transform acts on the t joined outputs, as on a SingleTaskGP's.
+    paths = [
+        draw_matheron_paths(
+            outcome,
+            sample_shape=sample_shape,
+            prior_sampler=prior_sampler,
+            update_strategy=update_strategy,
+        )
+        for outcome in model.outcome_models
+    ]
+    return OutcomePaths(paths, output_transform=get_output_transform(model))
+
+
+class OutcomePaths(PathList):
+    r"""The paths of ``t`` independent outcomes, evaluated as a batched GP's.
+
+    A ``SingleTaskGP`` of ``t`` outputs is a GP batched over them: its paths
+    at ``batch_shape x n x d`` inputs are ``sample_shape x batch_shape x t x
+    n``, and an input batch dimension of size ``t`` in the ``-3`` position
+    pairs with the outputs (size 1 broadcasts), which is how
+    ``get_matheron_path_model`` evaluates them. These paths take inputs the
+    same way and return the same shape, outcome ``j`` from its own path.
+    """
+
+    def __init__(
+        self, paths: list[SamplePath], output_transform: Any | None = None
+    ) -> None:
+        r"""Join ``paths``, one per outcome, then apply ``output_transform``."""
+        super().__init__(paths, join=_stack_outcomes, output_transform=output_transform)
+
+    def forward(self, x: Tensor, **kwargs: Any) -> Tensor:
+        r"""``sample_shape x batch_shape x t x n`` values at ``batch_shape x n x d``.
+
+        Args:
+            x: A ``batch_shape x n x d`` tensor; a ``-3`` dimension (when
+                ``x`` has three or more) of size 1 or ``t`` pairs with the
+                outcomes, as a GP batched over them pairs it.
+            kwargs: Passed to each outcome's path.
+        """
+        t = len(self.paths)
+        paired = x.dim() > 2
+        if paired and x.shape[-3] not in (1, t):
+            raise UnsupportedError(
+                f"Paths of {t} outcomes are a GP batched over them: the inputs' "
+                f"batch dimension -3 must be 1 or {t}, not {x.shape[-3]} (inputs "
+                f"of shape {tuple(x.shape)}); pass batch_shape x 1 x n x d."
+            )
+        values = []
+        for j, path in enumerate(self.paths):
+            x_j = x[..., j if x.shape[-3] == t else 0, :, :] if paired else x
+            values.append(path(x_j, **kwargs))
+        return self.join(values)
+
+
+def _stack_outcomes(values: list[Tensor]) -> Tensor:
+    # ``t`` tensors of ``sample_shape x batch_shape x n`` -> ``... x t x n``.
+    return torch.stack(values, dim=-2)

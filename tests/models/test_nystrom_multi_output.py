@@ -2,8 +2,16 @@ import warnings
 
 import pytest
 import torch
+from botorch.acquisition.multi_objective.joint_entropy_search import (
+    qLowerBoundMultiObjectiveJointEntropySearch,
+)
 from botorch.acquisition.multi_objective.logei import (
     qLogNoisyExpectedHypervolumeImprovement,
+)
+from botorch.acquisition.multi_objective.utils import (
+    compute_sample_box_decomposition,
+    random_search_optimizer,
+    sample_optimal_points,
 )
 from botorch.acquisition.objective import ScalarizedPosteriorTransform
 from botorch.exceptions.errors import (
@@ -16,14 +24,19 @@ from botorch.models import SingleTaskGP
 from botorch.models.transforms import Normalize, Standardize
 from botorch.optim import optimize_acqf
 from botorch.sampling import SobolQMCNormalSampler
-from botorch.sampling.pathwise import draw_matheron_paths
+from botorch.sampling.pathwise import draw_matheron_paths, get_matheron_path_model
 from botorch.test_functions.multi_objective import BraninCurrin
 from botorch.utils.datasets import SupervisedDataset
 from gpytorch.distributions import MultitaskMultivariateNormal, MultivariateNormal
 from gpytorch.mlls import ExactMarginalLogLikelihood
 from helpers import toy_data
 
-from botorch_sketch import FixedSelector, GreedyVarianceSelector, NystromGP
+from botorch_sketch import (
+    FixedSelector,
+    GreedyVarianceSelector,
+    NystromGP,
+    RidgeLeverageSampler,
+)
 from botorch_sketch.models import MultiOutputNystromGP
 from botorch_sketch.models.nystrom_gp import ExactRegimeWarning
 
@@ -342,11 +355,134 @@ def test_single_output_features_raise(tkwargs):
         assert getattr(model.outcome_models[0], name) is not None
     for name in ("observation_statistics", "set_data_statistics"):
         assert not hasattr(model, name)
-    with pytest.raises(UnsupportedError, match="subset_output"):
-        draw_matheron_paths(model, sample_shape=torch.Size([2]))
-    # ...which the outcomes' own models support.
+    # One outcome's paths come from its own model.
     paths = draw_matheron_paths(model.subset_output([0]), sample_shape=torch.Size([2]))
     assert paths(X[:3]).shape == (2, 3)
+
+
+def test_matheron_paths_are_each_outcomes_own_paths(tkwargs):
+    # Outcomes of different scales (the container's Standardize(m=2) is
+    # inverted on the joined paths), both genuine sketches.
+    X, Y = _data(n=300, **tkwargs)
+    rule = RidgeLeverageSampler(generator=torch.Generator().manual_seed(1))
+    model = MultiOutputNystromGP(X, Y, inducing=rule)
+    for outcome, lengthscale in zip(model.outcome_models, (0.5, 0.6), strict=True):
+        outcome.covar_module.lengthscale = lengthscale
+        outcome.likelihood.noise = 0.01
+        outcome.select_inducing_points()
+    model.eval()
+    assert all(m.inducing_points.shape[0] < 300 for m in model.outcome_models)
+    Xt = _data(n=20, seed=5, **tkwargs)[0]
+    torch.manual_seed(0)
+    paths = draw_matheron_paths(model, sample_shape=torch.Size([4000]))
+    with torch.no_grad():
+        draws = paths(Xt)  # 4000 x 2 x 20, as a SingleTaskGP's of 2 outputs
+        post = model.posterior(Xt)
+    assert draws.shape == (4000, 2, 20)
+    # Draw for draw, each outcome's paths are those of its own model in the
+    # data's units, from the same random stream (outcome 0's drawn first).
+    torch.manual_seed(0)
+    alone = [
+        draw_matheron_paths(model.subset_output([j]), torch.Size([4000]))
+        for j in (0, 1)
+    ]
+    with torch.no_grad():
+        for j in (0, 1):
+            assert torch.allclose(draws[:, j], alone[j](Xt), rtol=1e-9, atol=1e-9)
+    # And they follow the posterior: the means within Monte Carlo error. The
+    # variances only loosely: the prior is one draw of 1024 random features,
+    # whose error the update carries (BoTorch's SingleTaskGP paths on these
+    # data: 1.0-2.1 of the posterior variance at a lengthscale of 0.8); a
+    # transform left out would be off by the outcomes' scales, tenfold apart.
+    mean, std = post.mean.mT, post.variance.sqrt().mT  # 2 x 20
+    assert ((draws.mean(0) - mean).abs() / std).max() < 0.1
+    ratio = draws.var(0) / std.pow(2)
+    assert 0.5 < float(ratio.min()) and float(ratio.max()) < 3.0
+    # Independent outcomes.
+    centred = draws - draws.mean(0)
+    correlation = (centred[:, 0] * centred[:, 1]).mean(0) / draws.std(0).prod(0)
+    assert correlation.abs().max() < 0.1
+
+
+@pytest.mark.parametrize(
+    "sample_shape, shape",
+    [
+        ([], (7, 3)),
+        ([], (1, 7, 3)),
+        ([], (2, 7, 3)),
+        ([], (4, 1, 7, 3)),
+        ([], (4, 2, 7, 3)),
+        ([5], (7, 3)),
+        ([5], (5, 1, 7, 3)),
+        ([5], (5, 2, 7, 3)),
+    ],
+)
+def test_matheron_paths_take_inputs_as_singletaskgps_do(sample_shape, shape, tkwargs):
+    # A SingleTaskGP of t outputs is batched over them: an inputs' batch
+    # dimension -3 of size t pairs with the outputs, 1 broadcasts.
+    X, Y = _data(**tkwargs)
+    Xt = _data(n=7, seed=3, **tkwargs)[0].expand(*shape)
+    expected = []
+    for cls in (SingleTaskGP, MultiOutputNystromGP):
+        model = cls(X, Y).eval()
+        paths = draw_matheron_paths(model, sample_shape=torch.Size(sample_shape))
+        with torch.no_grad():
+            expected.append(paths(Xt).shape)
+        path_model = get_matheron_path_model(model, torch.Size(sample_shape))
+        with torch.no_grad():
+            expected.append(
+                path_model(Xt[..., 0, :, :] if len(shape) > 2 else Xt).shape
+            )
+    assert expected[0] == expected[2] and expected[1] == expected[3]
+
+
+def test_matheron_paths_pair_an_inputs_batch_with_the_outcomes(tkwargs):
+    X, Y = _data(**tkwargs)
+    A, B = (_data(n=7, seed=seed, **tkwargs)[0] for seed in (3, 4))
+    torch.manual_seed(1)
+    paths = draw_matheron_paths(MultiOutputNystromGP(X, Y).eval(), torch.Size([3]))
+    with torch.no_grad():
+        paired = paths(torch.stack([A, B]))  # outcome 0 at A, outcome 1 at B
+        at_A, at_B = paths(A), paths(B)
+    assert paired.shape == at_A.shape == (3, 2, 7)
+    assert torch.allclose(paired[:, 0], at_A[:, 0], rtol=1e-10, atol=1e-10)
+    assert torch.allclose(paired[:, 1], at_B[:, 1], rtol=1e-10, atol=1e-10)
+    assert not torch.allclose(at_A[:, 1], at_B[:, 1])
+
+
+def test_matheron_paths_refuse_inputs_that_do_not_broadcast(tkwargs):
+    X, Y = _data(**tkwargs)
+    paths = draw_matheron_paths(MultiOutputNystromGP(X, Y), torch.Size([2]))
+    with pytest.raises(UnsupportedError, match="must be 1 or 2, not 3"):
+        paths(X[:21].view(3, 7, 3))
+
+
+def test_optimal_points_of_sampled_paths(tkwargs):
+    # BoTorch's information-theoretic tutorial: Pareto sets of sampled paths
+    # by random search (get_matheron_path_model inside), for qLowerBound
+    # multi-objective joint entropy search.
+    X, Y = _data(n=30, **tkwargs)
+    model = MultiOutputNystromGP(X, Y)
+    fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))
+    bounds = torch.tensor([[2.0] * 3, [5.0] * 3], **tkwargs)
+    torch.manual_seed(0)
+    inputs, outputs = sample_optimal_points(
+        model=model,
+        bounds=bounds,
+        num_samples=4,
+        num_points=3,
+        optimizer=random_search_optimizer,
+        optimizer_kwargs={"pop_size": 500, "max_tries": 20},
+    )
+    assert inputs.shape == (4, 3, 3) and outputs.shape == (4, 3, 2)
+    assert ((inputs >= 2.0) & (inputs <= 5.0)).all()
+    acqf = qLowerBoundMultiObjectiveJointEntropySearch(
+        model=model,
+        pareto_sets=inputs,
+        pareto_fronts=outputs,
+        hypercell_bounds=compute_sample_box_decomposition(outputs),
+    )
+    assert torch.isfinite(acqf(X[:5].unsqueeze(-2))).all()
 
 
 def test_construct_inputs_and_dataset(tkwargs):
