@@ -24,7 +24,11 @@ from __future__ import annotations
 from typing import Any
 
 import torch
-from botorch.exceptions.errors import UnsupportedError
+from botorch.exceptions.errors import (
+    BotorchTensorDimensionError,
+    InputDataError,
+    UnsupportedError,
+)
 from botorch.sampling.pathwise.features.maps import KernelEvaluationMap
 from botorch.sampling.pathwise.paths import (
     GeneralizedLinearPath,
@@ -97,11 +101,38 @@ def _draw_matheron_paths_NystromGP(
             ),
             weight=v @ embedding.root.mT,
         )
-    return MatheronPath(
+    return CheckedMatheronPath(
+        num_inputs=model.train_X.shape[-1],
         prior_paths=prior_paths,
         update_paths=update_paths,
         output_transform=get_output_transform(model),
     )
+
+
+class CheckedMatheronPath(MatheronPath):
+    r"""BoTorch's ``MatheronPath``, refusing inputs the model cannot take.
+
+    Inputs of another width than the model's training inputs failed deep in a
+    matrix product, naming tensor sizes; NaN inputs gave NaN values. Both now
+    raise, as ``NystromGP.posterior`` does. (Evaluating the parts directly, as
+    ``bo.sampling.path_values`` does, skips the check.)
+    """
+
+    def __init__(self, num_inputs: int, **kwargs: Any) -> None:
+        r"""A ``MatheronPath`` of ``kwargs`` taking ``... x num_inputs`` inputs."""
+        super().__init__(**kwargs)
+        self.num_inputs = num_inputs
+
+    def forward(self, x: Tensor, **kwargs: Any) -> Tensor:
+        r"""The paths' values at ``batch_shape x n x d`` (untransformed) inputs."""
+        if x.shape[-1] != self.num_inputs:
+            raise BotorchTensorDimensionError(
+                f"The paths take inputs of {self.num_inputs} dimensions (the "
+                f"model's training inputs); got inputs of shape {tuple(x.shape)}."
+            )
+        if not bool(torch.isfinite(x).all()):
+            raise InputDataError("The paths' inputs contain NaN or infinite values.")
+        return super().forward(x, **kwargs)
 
 
 def _centred_prior_values(

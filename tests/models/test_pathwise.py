@@ -1,5 +1,7 @@
+import pytest
 import torch
 from botorch.acquisition.thompson_sampling import PathwiseThompsonSampling
+from botorch.exceptions.errors import BotorchTensorDimensionError, InputDataError
 from botorch.models.transforms import Normalize, Standardize
 from botorch.optim import optimize_acqf
 from botorch.sampling.pathwise import draw_matheron_paths, get_matheron_path_model
@@ -82,3 +84,18 @@ def test_thompson_sampling_over_many_candidates(tkwargs):
     acqf = PathwiseThompsonSampling(model)
     x, _ = optimize_acqf(acqf, f.bounds.double(), q=1, num_restarts=4, raw_samples=128)
     assert x.shape == (1, 2)
+
+
+def test_paths_refuse_inputs_the_model_cannot_take(tkwargs):
+    # Another width failed deep in a matrix product, naming tensor sizes; NaN
+    # inputs gave NaN values.
+    model, f = _model(tkwargs)
+    paths = draw_matheron_paths(model, sample_shape=torch.Size([2]))
+    Xt = _uniform(f, 5, tkwargs)
+    assert paths(Xt).shape == (2, 5)
+    for bad in (Xt[:, :1], torch.cat([Xt, Xt[:, :1]], -1), Xt[0, 0].view(1)):
+        with pytest.raises(BotorchTensorDimensionError, match="inputs of 2 dim"):
+            paths(bad)
+    Xt[1, 0] = float("nan")
+    with pytest.raises(InputDataError, match="NaN or infinite"):
+        paths(Xt)
