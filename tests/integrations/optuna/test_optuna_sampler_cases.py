@@ -4,7 +4,9 @@ Optuna publishes them for samplers written outside it; its ``GPSampler`` runs
 them with ``n_startup_trials=0``, with and without ``deterministic_objective``.
 Every suggestion must lie in its distribution and be a plain ``int`` or
 ``float``, NaN objectives and conditional, dynamic and partly fixed
-parameters must work, and several objectives must be taken.
+parameters must work, and several objectives must be taken. The same cases
+run with optuna-integration's ``BoTorchSampler`` and this package's candidates
+functions.
 """
 
 import warnings
@@ -21,7 +23,11 @@ from optuna.testing.pytest_samplers import (  # noqa: E402
     RelativeSamplerTestCase,
 )
 
-from botorch_sketch.integrations.optuna import SketchSampler  # noqa: E402
+from botorch_sketch.integrations.optuna import (  # noqa: E402
+    NystromCandidates,
+    SketchSampler,
+    nystrom_candidates_func,
+)
 
 
 class TestBasicSampler(BasicSamplerTestCase):
@@ -85,3 +91,41 @@ def test_suggestions_on_running_trials_points_do_not_flood_jitter_warnings():
     # The 8 untried configurations first, each once; then repeats.
     assert len(set(points[:8]) | {tuple(trial.params.values())}) == 9
     assert not [w for w in caught if issubclass(w.category, NumericalWarning)]
+
+
+def _botorch_sampler(candidates_func):
+    # optuna-integration's BoTorchSampler with our candidates functions; it
+    # needs one startup trial (its candidates functions take no empty data).
+    def build():
+        from optuna_integration import BoTorchSampler
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            return BoTorchSampler(candidates_func=candidates_func(), n_startup_trials=1)
+
+    return build
+
+
+@pytest.mark.slow
+class TestBoTorchSamplerWithNystromCandidates(BasicSamplerTestCase):
+    @pytest.fixture(params=[_botorch_sampler(NystromCandidates)], ids=["carried"])
+    def sampler(self, request):
+        return request.param
+
+
+@pytest.mark.slow
+class TestBoTorchSamplerRelativeWithNystromCandidates(RelativeSamplerTestCase):
+    @pytest.fixture(params=[_botorch_sampler(NystromCandidates)], ids=["carried"])
+    def sampler(self, request):
+        return request.param
+
+
+@pytest.mark.slow
+class TestBoTorchSamplerMultiObjectiveWithNystromCandidatesFunc(
+    MultiObjectiveSamplerTestCase
+):
+    @pytest.fixture(
+        params=[_botorch_sampler(lambda: nystrom_candidates_func)], ids=["refitted"]
+    )
+    def sampler(self, request):
+        return request.param
