@@ -11,6 +11,7 @@ trial.
 from __future__ import annotations
 
 import math
+import threading
 import warnings
 from collections.abc import Callable, Mapping
 
@@ -40,6 +41,14 @@ from botorch_sketch.integrations.optuna.options import (
 from botorch_sketch.integrations.optuna.warping import _HalfRankWarp, _warped
 from botorch_sketch.models import NystromGP
 from botorch_sketch.models.nystrom_gp import ExactRegimeWarning
+
+#: One suggestion at a time in a process. ``BoTorchSampler`` with
+#: ``n_jobs > 1`` calls its candidates function from several threads: a
+#: ``NystromCandidates`` carries models that one call updates, and GPyTorch's
+#: ``lazily_evaluate_kernels`` context (a class-level flag, entered around
+#: every dense kernel block) interleaved across threads left the flag off
+#: for the whole process, changing later models' evaluation.
+_LOCK = threading.RLock()
 
 
 def nystrom_candidates_func(
@@ -102,16 +111,17 @@ def nystrom_candidates_func(
     def warp(Y: Tensor, name: str) -> Tensor:
         return _HalfRankWarp(Y)(Y)
 
-    return _candidates(
-        train_x,
-        train_obj,
-        train_con,
-        bounds,
-        pending_x,
-        fit,
-        warp=warp,
-        search_space=search_space,
-    )
+    with _LOCK:
+        return _candidates(
+            train_x,
+            train_obj,
+            train_con,
+            bounds,
+            pending_x,
+            fit,
+            warp=warp,
+            search_space=search_space,
+        )
 
 
 class NystromCandidates:
@@ -175,6 +185,17 @@ class NystromCandidates:
         pending_x: Tensor | None,
     ) -> Tensor:
         r"""The next parameters (arguments as for ``nystrom_candidates_func``)."""
+        with _LOCK:
+            return self._next(train_x, train_obj, train_con, bounds, pending_x)
+
+    def _next(
+        self,
+        train_x: Tensor,
+        train_obj: Tensor,
+        train_con: Tensor | None,
+        bounds: Tensor,
+        pending_x: Tensor | None,
+    ) -> Tensor:
         if self._bounds is None or not torch.equal(bounds, self._bounds):
             # A new search space: the carried models describe another one.
             self._bounds = bounds.clone()

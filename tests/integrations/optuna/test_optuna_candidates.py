@@ -358,3 +358,30 @@ def test_candidates_functions_in_optuna_integrations_own_cases(
     )
     assert [t.state for t in study.trials] == [optuna.trial.TrialState.COMPLETE] * 4
     assert calls == ([0, 1, 2, 3] if constrained else [])
+
+
+@pytest.mark.parametrize("carried", [False, True])
+def test_candidates_functions_in_threads_leave_gpytorch_settings_alone(carried):
+    # BoTorchSampler with n_jobs=2 calls the candidates function from two
+    # threads. GPyTorch's lazily_evaluate_kernels context is a class-level
+    # flag: interleaved across threads it was left off for the whole process
+    # (a later Ax test then took other numbers), NystromCandidates' carried
+    # models were updated by two calls at once, and BoTorch's L-BFGS-B, which
+    # limits BLAS to one thread in a threadpoolctl context, left it at one.
+    import gpytorch
+    from optuna_integration import BoTorchSampler
+    from threadpoolctl import threadpool_info
+
+    blas = [i["num_threads"] for i in threadpool_info()]
+    assert gpytorch.settings.lazily_evaluate_kernels.is_default()
+    sampler = BoTorchSampler(
+        candidates_func=NystromCandidates() if carried else nystrom_candidates_func,
+        n_startup_trials=1,
+        seed=0,
+    )
+    study = optuna.create_study(sampler=sampler)
+    study.optimize(quadratic, n_trials=12, n_jobs=2)
+    assert len(study.trials) == 12
+    assert all(t.state == optuna.trial.TrialState.COMPLETE for t in study.trials)
+    assert gpytorch.settings.lazily_evaluate_kernels.is_default()
+    assert [i["num_threads"] for i in threadpool_info()] == blas
