@@ -29,33 +29,25 @@ from botorch_sketch.integrations.optuna import (  # noqa: E402
     nystrom_candidates_func,
 )
 
+# As GPSampler is run in Optuna's own suite: no startup trials, with and
+# without a deterministic objective (the latter slow).
+SKETCH_SAMPLERS = [
+    lambda: SketchSampler(n_startup_trials=0),
+    pytest.param(
+        lambda: SketchSampler(n_startup_trials=0, deterministic_objective=True),
+        marks=pytest.mark.slow,
+    ),
+]
+
 
 class TestBasicSampler(BasicSamplerTestCase):
-    @pytest.fixture(
-        params=[
-            lambda: SketchSampler(n_startup_trials=0),
-            pytest.param(
-                lambda: SketchSampler(n_startup_trials=0, deterministic_objective=True),
-                marks=pytest.mark.slow,
-            ),
-        ],
-        ids=["default", "deterministic"],
-    )
+    @pytest.fixture(params=SKETCH_SAMPLERS, ids=["default", "deterministic"])
     def sampler(self, request):
         return request.param
 
 
 class TestRelativeSampler(RelativeSamplerTestCase):
-    @pytest.fixture(
-        params=[
-            lambda: SketchSampler(n_startup_trials=0),
-            pytest.param(
-                lambda: SketchSampler(n_startup_trials=0, deterministic_objective=True),
-                marks=pytest.mark.slow,
-            ),
-        ],
-        ids=["default", "deterministic"],
-    )
+    @pytest.fixture(params=SKETCH_SAMPLERS, ids=["default", "deterministic"])
     def sampler(self, request):
         return request.param
 
