@@ -3,7 +3,8 @@ r"""Bayesian-optimisation loop helpers.
 The incremental surrogate a user's loop calls each iteration
 (:class:`IncrementalGP`), TuRBO-1 trust regions, and the large-batch Thompson
 loop (:func:`run_large_batch`) and its ask/tell form
-(:class:`LargeBatchOptimizer`, with data-only checkpoints). The benchmarks'
+(:class:`LargeBatchOptimizer`, with data-only checkpoints), and CMA-ES
+pre-screened by the same carried surrogate (:class:`ScreenedCMAES`). The benchmarks'
 side-by-side loops live in
 :mod:`botorch_sketch.benchmarks.harness`.
 """
@@ -24,6 +25,7 @@ from botorch_sketch.bo.large_batch import (
 )
 from botorch_sketch.bo.regions import TrustRegions
 from botorch_sketch.bo.sampling import path_values, posterior_means
+from botorch_sketch.bo.screened_cma import ScreenedCMAES
 from botorch_sketch.bo.thompson import (
     Batch,
     candidate_set,
@@ -49,6 +51,7 @@ __all__ = [
     "Batch",
     "FailedBatchWarning",
     "TrustRegions",
+    "ScreenedCMAES",
     "path_values",
     "posterior_means",
     "LargeBatchTrace",

@@ -301,6 +301,16 @@ class LargeBatchOptimizer:
         return torch.stack(rows) if rows else self.bounds.new_zeros(0, self.dim)
 
     @property
+    def region_length(self) -> float:
+        r"""The largest trust region's length (NaN without trust regions)."""
+        return max(self.regions.lengths) if self.trust_region else math.nan
+
+    @property
+    def restarts(self) -> int:
+        r"""Trust-region restarts so far."""
+        return self.regions.restarts
+
+    @property
     def num_told(self) -> int:
         r"""Results told so far, failures included."""
         return self.told_X.shape[0]

@@ -84,7 +84,7 @@ def _compare_with(recorded):
         problem = Hartmann(dim=6, noise_std=0.1, negate=True)
         trace = run_large_batch(
             problem, problem.bounds, evaluations=60, q=10, num_candidates=200,
-            seed=3, progress=False, **kwargs,
+            seed=3, progress=False, strategy="regions", **kwargs,
         )  # fmt: skip
         X = torch.tensor(recorded[name]["X"], dtype=torch.double)
         assert torch.equal(torch.cat(trace.X), X), name
@@ -96,7 +96,7 @@ def test_run_large_batch_is_an_ask_tell_loop():
     problem = Hartmann(dim=6, noise_std=0.1, negate=True)
     trace = run_large_batch(
         problem, problem.bounds, evaluations=30, q=8, num_initial=6,
-        num_candidates=100, seed=5, progress=False,
+        num_candidates=100, seed=5, progress=False, strategy="regions",
     )  # fmt: skip
     optimizer = LargeBatchOptimizer(
         problem.bounds, q=8, num_initial=6, num_candidates=100, seed=5
@@ -430,5 +430,6 @@ def test_the_candidate_count_grows_with_large_batches(monkeypatch):
     run_large_batch(
         _f, BOUNDS, evaluations=310, q=300, num_initial=10, num_local=1,
         surrogate=default_surrogate(max_inducing=16), progress=False,
+        strategy="regions",
     )  # fmt: skip
     assert seen == [1500]

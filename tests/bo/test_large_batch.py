@@ -90,6 +90,7 @@ def test_the_loop_reaches_its_budget_with_distinct_batches_and_a_capped_set():
         num_candidates=256,
         seed=3,
         progress=False,
+        strategy="regions",
     )
     # The caller's random stream is left alone.
     assert torch.equal(torch.get_rng_state(), state)
@@ -115,6 +116,7 @@ def test_the_loop_reaches_its_budget_with_distinct_batches_and_a_capped_set():
             num_candidates=256,
             seed=3,
             progress=False,
+            strategy="regions",
         )
         for _ in range(2)
     )
@@ -132,6 +134,7 @@ def test_the_trust_region_variant_and_the_last_batch_cut_to_fit():
         num_candidates=200,
         trust_region=True,
         progress=False,
+        strategy="regions",
     )
     assert [len(x) for x in trace.X] == [20, 20, 15]
     assert trace.evaluations[-1] == 75
@@ -289,6 +292,7 @@ def test_restarts_keep_every_observation():
         num_candidates=200,
         num_regions=1,
         progress=False,
+        strategy="regions",
     )
     assert trace.restarts[-1] >= 1
     # The model is called with every observation so far, restarts included.
@@ -299,15 +303,18 @@ def test_restarts_keep_every_observation():
     assert trace.region_length[first - 1] < 0.8
 
 
-def test_the_default_loop_reports_its_cost_breakdown():
+@pytest.mark.parametrize("strategy", ["regions", "cma"])
+def test_each_strategy_reports_its_cost_breakdown(strategy):
     problem = Hartmann(dim=6, noise_std=0.1, negate=True)
+    extra = {"num_candidates": 300} if strategy == "regions" else {}
     trace = run_large_batch(
         problem,
         problem.bounds,
         evaluations=400,
         q=50,
-        num_candidates=300,
         progress=False,
+        strategy=strategy,
+        **extra,
     )
     assert trace.num_batches == 7
     assert trace.refitted[0]  # the first build
@@ -328,9 +335,17 @@ def test_the_default_loop_reports_its_cost_breakdown():
 # ------------------------------------------------- issue 46, the large-batch loop
 
 
-def _tiny(objective=None, **kwargs):
+@pytest.fixture(params=["regions", "cma"])
+def strategy(request):
+    # The loop's checks hold whichever way it proposes.
+    return request.param
+
+
+def _tiny(objective=None, strategy="regions", **kwargs):
     problem = Hartmann(dim=6, negate=True)
-    options = dict(evaluations=30, q=10, num_candidates=64, progress=False)
+    options = dict(evaluations=30, q=10, progress=False, strategy=strategy)
+    if strategy == "regions":
+        options["num_candidates"] = 64
     options.update(kwargs)
     surrogate = options.pop("surrogate", IncrementalGP(max_inducing=15))
     return run_large_batch(
@@ -341,7 +356,7 @@ def _tiny(objective=None, **kwargs):
     )
 
 
-def test_a_nan_first_in_a_batch_does_not_poison_the_best_value():
+def test_a_nan_first_in_a_batch_does_not_poison_the_best_value(strategy):
     calls = []
 
     def objective(x):
@@ -352,27 +367,27 @@ def test_a_nan_first_in_a_batch_does_not_poison_the_best_value():
             y[1] = math.inf  # a failure too, never the best
         return y
 
-    trace = _tiny(objective)
+    trace = _tiny(objective, strategy)
     assert bool(torch.isfinite(trace.best_value).all())
     assert float(trace.best_value[-1]) < 0
     assert trace.failed == [2, 2]
     assert math.isnan(trace.values[10]) and math.isnan(trace.values[11])
 
 
-def test_failed_points_count_as_evaluations():
+def test_failed_points_count_as_evaluations(strategy):
     def objective(x):
         y = -((x - 0.5) ** 2).sum(-1)
         y[::3] = math.nan
         return y
 
     seen = []
-    trace = _tiny(objective, evaluations=35, q=10, num_initial=10)
+    trace = _tiny(objective, strategy, evaluations=35, q=10, num_initial=10)
     seen.append(sum(len(x) for x in trace.X) + 10)
     assert seen == [35]
     assert trace.evaluations.tolist() == [20.0, 30.0, 35.0]
 
 
-def test_a_run_whose_batches_all_fail_warns_then_stops():
+def test_a_run_whose_batches_all_fail_warns_then_stops(strategy):
     from botorch_sketch.bo.large_batch import FailedBatchWarning
 
     calls = []
@@ -383,7 +398,7 @@ def test_a_run_whose_batches_all_fail_warns_then_stops():
         return y if len(calls) == 1 else torch.full_like(y, math.nan)
 
     with pytest.warns(FailedBatchWarning, match="Every point of batch"):
-        trace = _tiny(objective, evaluations=200, max_failed_batches=2)
+        trace = _tiny(objective, strategy, evaluations=200, max_failed_batches=2)
     assert trace.num_batches == 2
     assert trace.stopped_reason == "failed batches"
     assert sum(calls) == 30
@@ -425,7 +440,7 @@ def test_a_batch_at_a_corner_is_distinct():
     assert bool(((batch.X >= 0) & (batch.X <= 1)).all())
 
 
-def test_an_exception_in_the_objective_keeps_the_trace():
+def test_an_exception_in_the_objective_keeps_the_trace(strategy):
     calls = []
 
     def objective(x):
@@ -435,7 +450,7 @@ def test_an_exception_in_the_objective_keeps_the_trace():
         return -((x - 0.5) ** 2).sum(-1)
 
     with pytest.raises(RuntimeError, match="simulator crashed") as info:
-        _tiny(objective, evaluations=100)
+        _tiny(objective, strategy, evaluations=100)
     assert info.value.trace.num_batches == 1
 
     def interrupted(x):
@@ -445,7 +460,7 @@ def test_an_exception_in_the_objective_keeps_the_trace():
         return -((x - 0.5) ** 2).sum(-1)
 
     with pytest.warns(Warning, match="Interrupted"):
-        trace = _tiny(interrupted, evaluations=100)
+        trace = _tiny(interrupted, strategy, evaluations=100)
     assert trace.stopped_reason == "interrupted"
     assert trace.num_batches == 1
 
@@ -460,7 +475,6 @@ def test_a_minimisation_problem_is_named():
             problem.bounds,
             evaluations=20,
             q=10,
-            num_candidates=64,
             surrogate=IncrementalGP(max_inducing=15),
             progress=False,
         )
@@ -475,7 +489,7 @@ def test_a_problem_botorch_maximises_is_not_warned_about():
     from botorch.test_functions import Cosine8
 
     settings = dict(
-        evaluations=20, q=10, num_candidates=64, progress=False,
+        evaluations=20, q=10, progress=False,
         surrogate=IncrementalGP(max_inducing=15),
     )  # fmt: skip
     problem = Cosine8()
@@ -497,8 +511,8 @@ def test_a_problem_botorch_maximises_is_not_warned_about():
         lambda x: (-((x - 0.5) ** 2).sum(-1)).tolist(),
     ],
 )
-def test_arrays_and_lists_are_observations(output):
-    trace = _tiny(output, evaluations=20)
+def test_arrays_and_lists_are_observations(output, strategy):
+    trace = _tiny(output, strategy, evaluations=20)
     assert trace.num_batches == 1
 
 
@@ -510,9 +524,9 @@ def test_arrays_and_lists_are_observations(output):
         (lambda x: "bad", "str"),
     ],
 )
-def test_wrong_objective_outputs_are_named(output, match):
+def test_wrong_objective_outputs_are_named(output, match, strategy):
     with pytest.raises(InputDataError, match=match):
-        _tiny(output)
+        _tiny(output, strategy)
 
 
 def test_counts_and_surrogates_are_checked_before_any_evaluation():
@@ -529,19 +543,39 @@ def test_counts_and_surrogates_are_checked_before_any_evaluation():
         ({"max_failed_batches": 0}, "max_failed_batches"),
         ({"trust_region": "yes"}, "trust_region"),
         ({"surrogate": 3}, "surrogate"),
+        ({"strategy": "turbo"}, "strategy"),
     ]:
         with pytest.raises(InputDataError, match=match):
             _tiny(objective, **kwargs)
+    # The regions' arguments are refused by name with the default strategy.
+    unit = torch.tensor([[0.0] * 3, [1.0] * 3], dtype=torch.double)
+    for kwargs in [
+        {"num_candidates": 64},
+        {"num_regions": 3},
+        {"trust_region": False},
+        {"num_features": 256},
+    ]:
+        with pytest.raises(InputDataError, match=f"{next(iter(kwargs))}.*regions"):
+            run_large_batch(
+                objective,
+                unit,
+                20,
+                q=10,
+                **kwargs,
+            )
+    with pytest.raises(InputDataError, match="num_initial"):
+        _tiny(objective, "cma", num_initial=5)
     assert calls == []
-    with pytest.raises(InputDataError, match="not a BoTorch Model"):
-        _tiny(objective, surrogate=lambda X, Y: None)
+    for strategy in ("regions", "cma"):
+        with pytest.raises(InputDataError, match="not a BoTorch Model"):
+            _tiny(objective, strategy, surrogate=lambda X, Y: None)
 
 
-def test_nearly_constant_observations_are_warned():
+def test_nearly_constant_observations_are_warned(strategy):
     from botorch.exceptions.warnings import InputDataWarning
 
     with pytest.warns(InputDataWarning, match="nearly"):
-        _tiny(lambda x: 1.0 + 1e-12 * x[:, 0], evaluations=20)
+        _tiny(lambda x: 1.0 + 1e-12 * x[:, 0], strategy, evaluations=20)
 
 
 def test_collapsed_regions_restart_at_the_best_centre_or_away():

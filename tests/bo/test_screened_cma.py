@@ -1,0 +1,226 @@
+import math
+import warnings
+
+import cma
+import numpy as np
+import pytest
+import torch
+from botorch.exceptions.errors import InputDataError, UnsupportedError
+from botorch.test_functions import Levy
+
+from botorch_sketch.bo import ScreenedCMAES, posterior_means
+from botorch_sketch.bo.large_batch import run_large_batch
+from botorch_sketch.models.nystrom_gp import ExactRegimeWarning
+
+pytestmark = pytest.mark.cpu_only  # cma's draws are NumPy arrays
+
+
+@pytest.fixture(autouse=True)
+def _quiet():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ExactRegimeWarning)
+        yield
+
+
+def _f(X):
+    # A smooth bowl with its top at 0.3 in every coordinate of [0, 1]^d.
+    return -((X - 0.3) ** 2).sum(-1)
+
+
+def _unit(d):
+    return torch.stack([torch.zeros(d), torch.ones(d)]).double()
+
+
+class _Spy:
+    r"""A surrogate that keeps the model it returns (the default's)."""
+
+    def __init__(self):
+        from botorch_sketch.bo import default_surrogate
+
+        self.inner = default_surrogate()
+        self.model = None
+
+    def __call__(self, X, Y):
+        self.model = self.inner(X, Y)
+        return self.model
+
+
+def _recording(optimizer):
+    # Record every set of draws CMA-ES hands out.
+    drawn = []
+    ask = optimizer.es.ask
+
+    def recorded(number=None, **kwargs):
+        out = ask(number, **kwargs)
+        drawn.append(np.asarray(out))
+        return out
+
+    optimizer.es.ask = recorded
+    return drawn
+
+
+def test_a_screened_generation_is_the_q_draws_of_largest_posterior_mean():
+    spy = _Spy()
+    opt = ScreenedCMAES(_unit(5), q=10, surrogate=spy, oversample=4, seed=0)
+    X = opt.ask()
+    opt.tell(X, _f(X))
+    drawn = _recording(opt)
+    X = opt.ask()
+    draws = torch.as_tensor(drawn[-1]).clamp(0, 1)
+    assert draws.shape == (40, 5)
+    with opt.random_state():
+        means = posterior_means(spy.model, draws)
+    expected = draws[means.topk(10).indices]
+    assert set(map(tuple, X.tolist())) == set(map(tuple, expected.tolist()))
+    assert opt.screened == [False, True]
+
+
+def test_a_model_that_ranks_poorly_leaves_the_next_generation_unscreened():
+    # rank_tolerance 2 (above any tau): every generation after the first
+    # unscreened, the first q of the draws; -2: every one screened.
+    never = ScreenedCMAES(_unit(4), q=8, rank_tolerance=2.0, seed=1)
+    always = ScreenedCMAES(_unit(4), q=8, rank_tolerance=-2.0, seed=1)
+    for opt in (never, always):
+        for _ in range(4):
+            X = opt.ask()
+            opt.tell(X, _f(X))
+        assert len(opt.rank_correlation) == 3
+        assert all(-1.0 <= t <= 1.0 for t in opt.rank_correlation)
+    # The second generation is screened (no tau yet), the others follow tau.
+    assert never.screened == [False, True, False, False]
+    assert always.screened == [False, True, True, True]
+
+
+def test_unscreened_generations_are_the_first_draws():
+    opt = ScreenedCMAES(_unit(4), q=8, rank_tolerance=2.0, seed=1)
+    drawn = _recording(opt)
+    for _ in range(3):
+        X = opt.ask()
+        opt.tell(X, _f(X))
+    assert opt.screened[-1] is False
+    assert torch.equal(X, torch.as_tensor(drawn[-1][:8]).clamp(0, 1))
+
+
+def test_oversample_one_is_cma_es_itself():
+    # Same draws, same values: the same distribution as cma's own loop.
+    d, q, seed = 6, 12, 3
+    opt = ScreenedCMAES(_unit(d), q=q, oversample=1, seed=seed)
+    rng = np.random.default_rng(seed)
+    options = {
+        "popsize": q,
+        "bounds": [0, 1],
+        "seed": math.nan,
+        "randn": lambda *shape: rng.standard_normal(shape),
+        "verbose": -9,
+    }
+    es = cma.CMAEvolutionStrategy(np.full(d, 0.5), 0.2, options)
+    for _ in range(5):
+        X = opt.ask()
+        opt.tell(X, _f(X))
+        x = np.asarray(es.ask())
+        es.tell(list(x), (-_f(torch.as_tensor(x))).tolist())
+    assert np.allclose(opt.es.mean, es.mean, atol=1e-12)
+    assert opt.es.sigma == pytest.approx(es.sigma, rel=1e-12)
+
+
+def test_the_callers_random_streams_are_left_alone():
+    torch.manual_seed(5)
+    np.random.seed(5)
+    torch_before, np_before = torch.get_rng_state(), np.random.get_state()[1].copy()
+    opt = ScreenedCMAES(_unit(3), q=6, seed=0)
+    for _ in range(3):
+        X = opt.ask()
+        opt.tell(X, _f(X))
+    assert torch.equal(torch.get_rng_state(), torch_before)
+    assert np.array_equal(np.random.get_state()[1], np_before)
+
+
+def test_the_same_seed_gives_the_same_points_and_another_seed_others():
+    runs = []
+    for seed in (0, 0, 1):
+        opt = ScreenedCMAES(_unit(3), q=6, seed=seed)
+        for _ in range(3):
+            X = opt.ask()
+            opt.tell(X, _f(X))
+        runs.append(X)
+    assert torch.equal(runs[0], runs[1])
+    assert not torch.equal(runs[0], runs[2])
+
+
+def test_failures_are_not_modelled_and_a_failed_generation_does_not_stop_it():
+    opt = ScreenedCMAES(_unit(3), q=6, seed=0)
+    X = opt.ask()
+    y = _f(X)
+    y[:2] = torch.tensor([math.nan, math.inf])
+    opt.tell(X, y)
+    assert opt.train_X.shape[0] == 4
+    X = opt.ask()
+    opt.tell(X, torch.full((6,), math.nan))  # every point failed
+    assert opt.train_X.shape[0] == 4
+    X = opt.ask()
+    assert X.shape == (6, 3) and bool(torch.isfinite(X).all())
+
+
+def test_points_are_told_in_any_order_and_parts_each_once():
+    opt = ScreenedCMAES(_unit(3), q=6, seed=0)
+    X = opt.ask()
+    opt.tell(X[3:].flip(0), _f(X[3:].flip(0)))
+    with pytest.raises(UnsupportedError, match="not told"):
+        opt.ask()
+    with pytest.raises(InputDataError, match="told already"):
+        opt.tell(X[3:4], _f(X[3:4]))
+    with pytest.raises(InputDataError, match="not asked"):
+        opt.tell(X[:1] + 0.01, _f(X[:1]))
+    opt.tell(X[:3], _f(X[:3]))
+    assert opt.pending == 0 and opt.train_X.shape[0] == 6
+    assert opt.best()[1] == pytest.approx(float(_f(X).max()))
+
+
+def test_bad_arguments_are_refused():
+    with pytest.raises(InputDataError, match="bounds"):
+        ScreenedCMAES(torch.tensor([[0.0, 0.0], [1.0, math.inf]]))
+    with pytest.raises(UnsupportedError, match="at least 2 inputs"):
+        ScreenedCMAES(_unit(1))
+    with pytest.raises(InputDataError, match="q"):
+        ScreenedCMAES(_unit(2), q=1)
+    with pytest.raises(InputDataError, match="surrogate"):
+        ScreenedCMAES(_unit(2), surrogate="gp")
+    opt = ScreenedCMAES(_unit(2), q=4)
+    with pytest.raises(InputDataError, match="at most q"):
+        opt.ask(5)
+    X = opt.ask()
+    with pytest.raises(InputDataError, match="Y has shape"):
+        opt.tell(X, torch.zeros(3))
+
+
+def test_a_stopped_search_restarts_from_a_new_point_keeping_the_data():
+    opt = ScreenedCMAES(_unit(3), q=6, seed=0)
+    X = opt.ask()
+    opt.tell(X, _f(X))
+    first = opt.es
+    first.stop = lambda: {"forced": True}
+    X = opt.ask()
+    opt.tell(X, _f(X))
+    assert opt.restarts == 1 and opt.es is not first
+    assert opt.train_X.shape[0] == 12
+    assert opt.region_length == pytest.approx(0.2)
+
+
+@pytest.mark.slow
+def test_run_large_batch_with_cma_climbs_levy_and_keeps_its_trace():
+    problem = Levy(dim=10, negate=True)
+    trace = run_large_batch(
+        problem, problem.bounds, evaluations=1500, q=50, seed=0, strategy="cma",
+        progress=False,
+    )  # fmt: skip
+    assert trace.evaluated[-1] == 1500
+    assert float(trace.best_value[-1]) > trace.initial_best + 5
+    assert float(trace.best_value[-1]) > -3.0
+    assert all(0 < s < 1 for s in trace.region_length)
+    assert trace.distinct_points == [50] * len(trace.distinct_points)
+    with pytest.raises(InputDataError, match="strategy"):
+        run_large_batch(problem, problem.bounds, 100, q=50, strategy="turbo")
+    with pytest.raises(InputDataError, match="num_initial"):
+        run_large_batch(
+            problem, problem.bounds, 100, q=50, num_initial=20, strategy="cma"
+        )
