@@ -167,8 +167,14 @@ def ray_runs(budget: Budget) -> list[dict[str, float]]:
         for problem in budget.problems:
             f = PROBLEMS[problem]()
             for seed in range(budget.seeds):
-                sync = run_large_batch(
-                    f, f.bounds, budget.evaluations, q=q, seed=seed, progress=False
+                sync = run_large_batch(  # LargeBatchOptimizer's own loop
+                    f,
+                    f.bounds,
+                    budget.evaluations,
+                    q=q,
+                    seed=seed,
+                    progress=False,
+                    strategy="regions",
                 )
                 for mean, queue in budget.runs:
                     if (mean, queue) != budget.runs[0] and (

@@ -156,6 +156,7 @@ def run(
                 num_candidates=budget.num_candidates,
                 seed=budget.seed,
                 progress=progress,
+                strategy="regions",  # the models compared in one Thompson loop
             )
     return traces
 

@@ -11,18 +11,20 @@ several machines can share a grid (``--shard I/K`` runs every K-th cell).
 merges the cells of several runs into one report with its figures.
 
 Grids: ``headline`` (q = 100 to 10^4 evaluations on Hartmann-6, Ackley-20,
-rover-60 and Levy-100, seeds 0-2: the sketch, TuRBO-ENN, TuRBO-1 capped at
-150 CPU s, CMA-ES and Sobol), ``headline-shifted`` (Ackley-20 and Levy-100
-with their optima moved off the centre, where CMA-ES starts; no TuRBO-1),
-``headline-long`` (q = 1000 to 10^5 on rover-60:
-the sketch and TuRBO-ENN) and ``headline-small`` (seconds, for the tests).
+rover-60 and Levy-100, seeds 0-2: ``run_large_batch`` with each strategy,
+TuRBO-ENN, TuRBO-1 capped at 150 CPU s, CMA-ES and Sobol),
+``headline-shifted`` (Ackley-20 and Levy-100 with their optima moved off the
+centre, where CMA-ES starts; no TuRBO-1), ``headline-long`` (q = 1000 to 10^5
+on rover-60: the sketches and TuRBO-ENN), ``headline-wide`` (ten more of
+BoTorch's test functions that no setting was chosen on) and
+``headline-small`` (seconds, for the tests).
 
-One module per idea: :mod:`~.problems` (the four problems, rover-60 among
+One module per idea: :mod:`~.problems` (the problems, rover-60 among
 them), :mod:`~.peers` (the peers' ask/tell adapters and their loop),
 :mod:`~.sketch` (``run_large_batch``'s cells), :mod:`~.record` (the fields every
 cell records), :mod:`~.grid` (cells, grids, running and reading them) and
 :mod:`~.reporting` (tables and figures). The peers need the ``benchmark`` extra
-(``ennbo``, ``faiss-cpu``, ``cma``).
+(``ennbo``, ``faiss-cpu``; ``cma`` is the package's own dependency).
 """
 
 from .grid import (

@@ -21,7 +21,19 @@ import math
 from collections.abc import Callable
 
 import torch
-from botorch.test_functions import Ackley, Hartmann, Levy
+from botorch.test_functions import (
+    Ackley,
+    DixonPrice,
+    Griewank,
+    Hartmann,
+    Levy,
+    Michalewicz,
+    Powell,
+    Rastrigin,
+    Rosenbrock,
+    Shekel,
+    StyblinskiTang,
+)
 from botorch.test_functions.synthetic import SyntheticTestFunction
 from torch import Tensor
 
@@ -442,4 +454,18 @@ PROBLEMS: dict[str, Callable[[], SyntheticTestFunction]] = {
         Ackley, dim=20, noise_std=0.5, negate=True
     ),
     "Levy-100-shifted": lambda: ShiftedProblem(Levy, dim=100, negate=True),
+    # BoTorch's own test functions in 4-60 dimensions, none of them used to
+    # choose a setting: the check that a default does not fit the six above.
+    "Shekel-4": lambda: Shekel(m=10, negate=True),
+    "Michalewicz-10": lambda: Michalewicz(dim=10, negate=True),
+    "Rosenbrock-30": lambda: Rosenbrock(dim=30, negate=True),
+    "Rastrigin-30-noisy": lambda: Rastrigin(dim=30, noise_std=1.0, negate=True),
+    "StyblinskiTang-40": lambda: StyblinskiTang(dim=40, negate=True),
+    "DixonPrice-40": lambda: DixonPrice(dim=40, negate=True),
+    "Levy-40": lambda: Levy(dim=40, negate=True),
+    "Powell-48": lambda: Powell(dim=48, negate=True),
+    "Griewank-50": lambda: Griewank(dim=50, negate=True),
+    "Ackley-60-noisy": lambda: Ackley(dim=60, noise_std=0.5, negate=True),
 }
+#: The problems no setting was chosen on (``headline-wide``).
+WIDE_PROBLEMS = list(PROBLEMS)[6:]

@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 r"""The package's cells: :func:`~botorch_sketch.bo.run_large_batch` as a record.
 
-``SKETCH`` runs ``run_large_batch`` with its defaults; ``EXACT`` (the old
+``SKETCH`` runs ``run_large_batch`` with ``strategy="regions"`` (the Thompson
+regions, otherwise its defaults), ``SKETCH_CMA`` with ``strategy="cma"`` (the
+default: CMA-ES screened by the same surrogate); ``EXACT`` (the old
 anchor, kept out of the headline grid) the same loop with BoTorch's exact GP
 rebuilt each batch from the last hyperparameters (:class:`WarmExactGP`). The
 trace's per-batch breakdown (``refit_seconds``, ``incumbent_seconds``,
-``refitted``) is read, for ``SKETCH``, where the trace has it (``getattr``: the
+``refitted``) is read, for the two sketches, where the trace has it (``getattr``: the
 fields are newer than the trace).
 """
 
@@ -25,7 +27,7 @@ from botorch_sketch.bo.large_batch import run_large_batch
 
 from .record import BREAKDOWN, cumulative, optimal_value
 
-SKETCH, EXACT = "sketch", "exact GP (warm)"
+SKETCH, SKETCH_CMA, EXACT = "sketch", "sketch-CMA", "exact GP (warm)"
 
 
 def _copy_parameters(source: Model, target: Model) -> None:
@@ -90,13 +92,19 @@ def run_sketch(
         q: Points per batch (and the design's size).
         seed: The run's seed.
         time_cap: ``run_large_batch``'s CPU cap.
-        method: ``SKETCH`` (the defaults) or ``EXACT`` (:class:`WarmExactGP`).
+        method: ``SKETCH`` (``strategy="regions"``), ``SKETCH_CMA``
+            (``strategy="cma"``) or ``EXACT`` (:class:`WarmExactGP` in the
+            regions).
 
     Returns:
         The fields of :mod:`~botorch_sketch.benchmarks.large_batch.record` but
         ``cell``, ``total_cpu_seconds`` and ``threads``.
     """
-    extra = {} if method == SKETCH else {"surrogate": WarmExactGP()}
+    extra: dict[str, Any] = {
+        SKETCH: {"strategy": "regions"},
+        SKETCH_CMA: {"strategy": "cma"},
+        EXACT: {"strategy": "regions", "surrogate": WarmExactGP()},
+    }[method]
     trace = run_large_batch(
         problem,
         problem.bounds,
@@ -124,7 +132,7 @@ def run_sketch(
     }
     for name in BREAKDOWN:
         # The trace sees the refits of its own surrogate only.
-        values = getattr(trace, name, None) if method == SKETCH else None
+        values = getattr(trace, name, None) if method != EXACT else None
         if values is None:
             record[name] = None
         elif name == "refitted":
