@@ -391,6 +391,12 @@ def run_large_batch(
     if strategy not in STRATEGIES:
         raise InputDataError(f"strategy must be one of {STRATEGIES}, got {strategy!r}.")
     if strategy == "cma":
+        if q < 2 or bounds.shape[-1] < 2:
+            raise UnsupportedError(
+                f"The default strategy='cma' needs a CMA-ES population of q >= 2 "
+                f"in d >= 2 inputs (got q = {q}, d = {bounds.shape[-1]}); pass "
+                "strategy='regions'."
+            )
         if num_initial != q:
             raise InputDataError(
                 f"strategy='cma' starts with one generation of q = {q} points; "

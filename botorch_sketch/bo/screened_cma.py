@@ -27,7 +27,9 @@ design. Points are asked and told a generation at a time: :meth:`ask` then
 :meth:`tell` of those points (in any order, in parts); CMA-ES learns from full
 generations of ``q`` only (a smaller last batch updates the model alone).
 NaN or infinite observations are failures: never modelled, and ranked last in
-their generation (the worst finite value), as the CMA-ES peer does.
+their generation (the worst finite value), as the CMA-ES peer does. CMA-ES is
+told the values in units of the first generation's spread: its stopping rules
+have absolute tolerances, and the run does not depend on the objective's units.
 
 Streams: the draws come from the optimizer's own NumPy generator (``cma``'s
 ``randn`` option; ``cma`` otherwise reseeds NumPy's global generator), the
@@ -135,6 +137,7 @@ class ScreenedCMAES:
             torch.manual_seed(self.seed)
             self._torch_state = torch.get_rng_state()
         self.restarts = 0
+        self._scale: float | None = None  # the values' unit for CMA-ES
         self.es = self._search(np.full(self.dim, 0.5))
         self._unit = self.bounds.new_zeros(0, self.dim)
         # Finite observations in the unit cube, in the order told.
@@ -317,8 +320,15 @@ class ScreenedCMAES:
             self.rank_correlation.append(tau)
         if values.numel() < self.q or not bool(finite.any()):
             return
+        if self._scale is None:
+            # CMA-ES's stopping rules use absolute tolerances (1e-11): values
+            # in the first generation's units make the run the same whatever
+            # the objective's (a 1e-12 scale restarted it every generation).
+            spread = float(values[finite].std()) if int(finite.sum()) > 1 else 0.0
+            level = float(values[finite].abs().max())
+            self._scale = spread if spread > 0 else (level if level > 0 else 1.0)
         worst = float(values[finite].min())
-        fitness = (-torch.where(finite, values, worst)).tolist()
+        fitness = (-torch.where(finite, values, worst) / self._scale).tolist()
         self.es.tell(list(self._asked.cpu().numpy()), fitness)
         if self.es.stop():
             self.restarts += 1

@@ -3,7 +3,7 @@ import warnings
 
 import pytest
 import torch
-from botorch.exceptions.errors import InputDataError
+from botorch.exceptions.errors import InputDataError, UnsupportedError
 from botorch.models import SingleTaskGP
 from botorch.test_functions import Hartmann
 
@@ -565,6 +565,11 @@ def test_counts_and_surrogates_are_checked_before_any_evaluation():
             )
     with pytest.raises(InputDataError, match="num_initial"):
         _tiny(objective, "cma", num_initial=5)
+    # One point per batch, or one input: no CMA-ES population; said so.
+    with pytest.raises(UnsupportedError, match="q >= 2.*strategy='regions'"):
+        run_large_batch(objective, unit, 20, q=1)
+    with pytest.raises(UnsupportedError, match="d >= 2.*strategy='regions'"):
+        run_large_batch(objective, unit[:, :1], 20, q=5)
     assert calls == []
     for strategy in ("regions", "cma"):
         with pytest.raises(InputDataError, match="not a BoTorch Model"):

@@ -123,6 +123,21 @@ def test_oversample_one_is_cma_es_itself():
     assert opt.es.sigma == pytest.approx(es.sigma, rel=1e-12)
 
 
+def test_the_run_does_not_depend_on_the_objectives_units():
+    # CMA-ES's stopping rules have absolute tolerances: told raw values of
+    # order 1e-12 it stopped and restarted at every generation.
+    runs = []
+    for scale in (1.0, 1e-5, 1e-12):
+        opt = ScreenedCMAES(_unit(3), q=6, seed=0)
+        for _ in range(6):
+            X = opt.ask()
+            opt.tell(X, scale * _f(X))
+        runs.append((X, opt.restarts))
+    assert [restarts for _, restarts in runs] == [0, 0, 0]
+    # Above BoTorch's Standardize floor (1e-8) the model reads the same data.
+    assert torch.allclose(runs[0][0], runs[1][0], atol=1e-6)
+
+
 def test_the_callers_random_streams_are_left_alone():
     torch.manual_seed(5)
     np.random.seed(5)
