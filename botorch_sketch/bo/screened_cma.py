@@ -69,11 +69,11 @@ import numpy as np
 import torch
 from botorch.exceptions.errors import InputDataError, UnsupportedError
 from botorch.models.model import Model
-from botorch.utils.transforms import normalize, unnormalize
+from botorch.utils.transforms import unnormalize
 from scipy.stats import kendalltau
 from torch import Tensor
 
-from botorch_sketch.bo.ask_tell import AskRecord
+from botorch_sketch.bo.ask_tell import AskRecord, _key
 from botorch_sketch.bo.sampling import posterior_means
 from botorch_sketch.bo.thompson import check_region, default_surrogate
 from botorch_sketch.checks import checked_count, checked_real
@@ -286,21 +286,23 @@ class ScreenedCMAES:
                 f"Y has shape {tuple(Y.shape)} for {b} points; expected ({b},) or "
                 f"({b}, 1)."
             )
-        rows = []
+        rows: list[int] = []
         for x in X.to(self.bounds):
             i = self._keys.get(_key(x))
-            if i is None or bool(self._told[i]) or i in rows:
+            if i is None or bool(self._told[i]):
                 raise InputDataError(
                     "ScreenedCMAES is told the points of its last generation, each "
                     "once; this point was not asked, or was told already."
                 )
             rows.append(i)
+        if len(set(rows)) < b:
+            raise InputDataError("X holds the same point twice.")
         rows = torch.tensor(rows, dtype=torch.long)
+        self._told[rows] = True
         y = Y.reshape(-1).cpu()
         self._values[rows] = torch.where(torch.isfinite(y), y, math.nan)
-        self._told[rows] = True
         finite = torch.isfinite(y)
-        unit = normalize(X.to(self.bounds), self.bounds)[finite.to(self.bounds.device)]
+        unit = self._asked[rows[finite].to(self._asked.device)]
         self.train_X = torch.cat([self.train_X, unit])
         self.train_Y = torch.cat([self.train_Y, y[finite].reshape(-1, 1).to(unit)])
         if not self.pending:
@@ -333,7 +335,3 @@ class ScreenedCMAES:
         if self.es.stop():
             self.restarts += 1
             self.es = self._search(self._rng.uniform(size=self.dim))
-
-
-def _key(x: Tensor) -> bytes:
-    return x.detach().cpu().contiguous().numpy().tobytes()

@@ -186,6 +186,12 @@ def test_points_are_told_in_any_order_and_parts_each_once():
         opt.tell(X[3:4], _f(X[3:4]))
     with pytest.raises(InputDataError, match="not asked"):
         opt.tell(X[:1] + 0.01, _f(X[:1]))
+    with pytest.raises(InputDataError, match="twice"):
+        opt.tell(X[[0, 0]], _f(X[[0, 0]]))
+    # A refused tell records nothing: the points are still to be told.
+    with pytest.raises(InputDataError, match="not asked"):
+        opt.tell(torch.cat([X[:1], X[:1] + 0.01]), _f(X[:2]))
+    assert opt.pending == 3
     opt.tell(X[:3], _f(X[:3]))
     assert opt.pending == 0 and opt.train_X.shape[0] == 6
     assert opt.best()[1] == pytest.approx(float(_f(X).max()))
