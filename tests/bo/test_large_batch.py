@@ -504,6 +504,23 @@ def test_a_problem_botorch_maximises_is_not_warned_about():
     assert math.isnan(trace.optimal_value)
 
 
+def test_problem_without_a_known_optimum_runs():
+    # BoTorch's Michalewicz knows its optimum in 2, 5 and 10 dimensions only;
+    # elsewhere optimal_value raises NotImplementedError.
+    from botorch.test_functions import Michalewicz
+
+    problem = Michalewicz(dim=3, negate=True)
+    with pytest.raises(NotImplementedError):
+        _ = problem.optimal_value
+    trace = run_large_batch(
+        problem, problem.bounds, evaluations=20, q=10, progress=False,
+        surrogate=IncrementalGP(max_inducing=15),
+    )  # fmt: skip
+    assert math.isnan(trace.optimal_value)
+    assert trace.evaluations[-1] == 20
+    assert math.isfinite(trace.best_value[-1])
+
+
 @pytest.mark.parametrize(
     "output",
     [

@@ -113,7 +113,7 @@ def test_oversample_one_is_cma_es_itself():
         "randn": lambda *shape: rng.standard_normal(shape),
         "verbose": -9,
     }
-    es = cma.CMAEvolutionStrategy(np.full(d, 0.5), 0.2, options)
+    es = cma.CMAEvolutionStrategy(np.full(d, 0.5), opt.sigma0, options)
     for _ in range(5):
         X = opt.ask()
         opt.tell(X, _f(X))
@@ -224,7 +224,7 @@ def test_a_stopped_search_restarts_from_a_new_point_keeping_the_data():
     opt.tell(X, _f(X))
     assert opt.restarts == 1 and opt.es is not first
     assert opt.train_X.shape[0] == 12
-    assert opt.region_length == pytest.approx(0.2)
+    assert opt.region_length == pytest.approx(opt.sigma0)
 
 
 @pytest.mark.slow

@@ -12,12 +12,14 @@ merges the cells of several runs into one report with its figures.
 
 Grids: ``headline`` (q = 100 to 10^4 evaluations on Hartmann-6, Ackley-20,
 rover-60 and Levy-100, seeds 0-2: ``run_large_batch`` with each strategy,
-TuRBO-ENN, TuRBO-1 capped at 150 CPU s, CMA-ES and Sobol),
+TuRBO-ENN, TuRBO-1 capped at 150 CPU s, CMA-ES, CMA-ES from the default's
+smaller step (a control) and Sobol),
 ``headline-shifted`` (Ackley-20 and Levy-100 with their optima moved off the
 centre, where CMA-ES starts; no TuRBO-1), ``headline-long`` (q = 1000 to 10^5
 on rover-60: the sketches and TuRBO-ENN), ``headline-wide`` (ten more of
-BoTorch's test functions that no setting was chosen on) and
-``headline-small`` (seconds, for the tests).
+BoTorch's test functions that no setting was chosen on), ``headline-check``
+(sixteen more, five of them shifted, run after the default's step was chosen)
+and ``headline-small`` (seconds, for the tests).
 
 One module per idea: :mod:`~.problems` (the problems, rover-60 among
 them), :mod:`~.peers` (the peers' ask/tell adapters and their loop),
@@ -29,6 +31,7 @@ cell records), :mod:`~.grid` (cells, grids, running and reading them) and
 
 from .grid import (
     CMA_ES,
+    CMA_ES_SMALL_STEP,
     GRIDS,
     METHODS,
     SOBOL,
@@ -52,6 +55,7 @@ from .sketch import EXACT, SKETCH, WarmExactGP, run_sketch
 __all__ = [
     "CMAES",
     "CMA_ES",
+    "CMA_ES_SMALL_STEP",
     "EXACT",
     "GRIDS",
     "METHODS",

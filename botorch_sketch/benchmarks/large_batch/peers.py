@@ -268,5 +268,6 @@ PEERS: dict[str, Any] = {
     "TuRBO-ENN": lambda dim, q, seed: TurboENN(dim, q, seed),
     "TuRBO-1": lambda dim, q, seed: TurboENN(dim, q, seed, exact_gp=True),
     "CMA-ES": CMAES,
+    "CMA-ES-0.1": lambda dim, q, seed: CMAES(dim, q, seed, sigma0=0.1),
     "Sobol": SobolPeer,
 }

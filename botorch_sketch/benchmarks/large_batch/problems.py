@@ -10,6 +10,8 @@ r"""The grid's problems, all maximised: three BoTorch functions and rover-60.
   optimum is the centre of its box and Levy's next to it (``x_i = 1`` in
   ``[-10, 10]``), so a method that starts at the centre, as CMA-ES does by
   default, starts at or near the answer.
+- ``headline-wide``'s ten and ``headline-check``'s sixteen: other BoTorch
+  functions in 4-100 dimensions, five of them shifted the same way.
 
 Every method observes the noisy values; the grid records the noise-free values
 (``problem(X, noise=False)``) of the points evaluated.
@@ -23,6 +25,7 @@ from collections.abc import Callable
 import torch
 from botorch.test_functions import (
     Ackley,
+    Cosine8,
     DixonPrice,
     Griewank,
     Hartmann,
@@ -466,6 +469,29 @@ PROBLEMS: dict[str, Callable[[], SyntheticTestFunction]] = {
     "Powell-48": lambda: Powell(dim=48, negate=True),
     "Griewank-50": lambda: Griewank(dim=50, negate=True),
     "Ackley-60-noisy": lambda: Ackley(dim=60, noise_std=0.5, negate=True),
+    # Sixteen more, run after sketch-CMA's initial step was chosen on the
+    # sixteen above: eleven other BoTorch functions in 6-100 dimensions, and
+    # five whose optima are moved off the centre, where CMA-ES starts.
+    "Hartmann-6-clean": lambda: Hartmann(dim=6, negate=True),
+    "Cosine8": lambda: Cosine8(),
+    "Rastrigin-20": lambda: Rastrigin(dim=20, negate=True),
+    "Griewank-20": lambda: Griewank(dim=20, negate=True),
+    "StyblinskiTang-20": lambda: StyblinskiTang(dim=20, negate=True),
+    "Michalewicz-20": lambda: Michalewicz(dim=20, negate=True),
+    "DixonPrice-20": lambda: DixonPrice(dim=20, negate=True),
+    "Powell-24": lambda: Powell(dim=24, negate=True),
+    "Levy-60-noisy": lambda: Levy(dim=60, noise_std=1.0, negate=True),
+    "Rosenbrock-60": lambda: Rosenbrock(dim=60, negate=True),
+    "Ackley-100": lambda: Ackley(dim=100, negate=True),
+    "Griewank-20-shifted": lambda: ShiftedProblem(Griewank, 20, seed=1, negate=True),
+    "Powell-24-shifted": lambda: ShiftedProblem(Powell, 24, seed=2, negate=True),
+    "StyblinskiTang-20-shifted": lambda: ShiftedProblem(
+        StyblinskiTang, 20, fraction=0.2, seed=3, negate=True
+    ),
+    "Ackley-60-shifted": lambda: ShiftedProblem(Ackley, 60, seed=4, negate=True),
+    "Rastrigin-20-shifted": lambda: ShiftedProblem(Rastrigin, 20, seed=5, negate=True),
 }
 #: The problems no setting was chosen on (``headline-wide``).
-WIDE_PROBLEMS = list(PROBLEMS)[6:]
+WIDE_PROBLEMS = list(PROBLEMS)[6:16]
+#: The problems run after sketch-CMA's step was chosen (``headline-check``).
+CHECK_PROBLEMS = list(PROBLEMS)[16:]

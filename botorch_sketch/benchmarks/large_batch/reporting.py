@@ -15,7 +15,16 @@ import math
 from statistics import median
 from typing import Any
 
-from .grid import CMA_ES, METHODS, SKETCH, SOBOL, TURBO_ENN, TURBO_ONE, run_grid
+from .grid import (
+    CMA_ES,
+    CMA_ES_SMALL_STEP,
+    METHODS,
+    SKETCH,
+    SOBOL,
+    TURBO_ENN,
+    TURBO_ONE,
+    run_grid,
+)
 from .sketch import EXACT, SKETCH_CMA
 
 #: The evaluation counts the tables read (those a budget reaches).
@@ -35,7 +44,7 @@ DESCRIPTIONS = {
     ),
     SKETCH_CMA: (
         "`run_large_batch` with its defaults (`strategy='cma'`): CMA-ES (`cma` "
-        "4.5.0, population q from the cube's centre with step 0.2) whose every "
+        "4.5.0, population q from the cube's centre with step 0.1) whose every "
         "generation is the q of largest posterior mean among 3q draws of its "
         "distribution, under the same carried Nystrom GP; unscreened for a "
         "generation when the last one's Kendall tau between predicted means and "
@@ -49,6 +58,8 @@ DESCRIPTIONS = {
     "Thompson sampling over RAASP candidates in the trust region; capped in CPU.",
     CMA_ES: "CMA-ES (`cma` 4.5.0), population q from the cube's centre with step "
     "0.2, restarted with a doubled population when it stops (IPOP).",
+    CMA_ES_SMALL_STEP: "The same CMA-ES from sketch-CMA's initial step, 0.1: a "
+    "control, not a peer (sketch-CMA against it is what the screening adds).",
     SOBOL: "A scrambled Sobol sequence: the floor.",
     EXACT: "The same loop as the sketch with BoTorch's exact `SingleTaskGP`, "
     "rebuilt each batch from the last hyperparameters and refitted every 5.",
@@ -243,7 +254,7 @@ def _ratios(
     for sketch in (SKETCH, SKETCH_CMA):
         if sketch not in by:
             continue
-        for peer in (TURBO_ENN, TURBO_ONE, CMA_ES):
+        for peer in (TURBO_ENN, TURBO_ONE, CMA_ES, CMA_ES_SMALL_STEP):
             if peer not in by:
                 continue
             runs = by[sketch] + by[peer]
