@@ -274,9 +274,13 @@ def _minimised(problem: BaseTestProblem) -> bool:
         return False
 
 
-def _optimal_value(problem: BaseTestProblem) -> float:
-    # BoTorch raises NotImplementedError where a problem does not know its
-    # optimum (Michalewicz in 20 dimensions): no regret then, not a failed run.
+def optimal_value(problem: BaseTestProblem) -> float:
+    r"""A BoTorch problem's optimal value, NaN where it does not say.
+
+    BoTorch raises ``NotImplementedError`` where a problem does not know its
+    optimum (``Michalewicz`` in 20 dimensions): a run then has no regret, and
+    does not fail.
+    """
     try:
         value = problem.optimal_value
     except (AttributeError, NotImplementedError):
@@ -448,7 +452,7 @@ def run_large_batch(
             num_features=num_features,
         )
     problem = isinstance(objective, BaseTestProblem)
-    optimal = _optimal_value(objective) if problem else math.nan
+    optimal = optimal_value(objective) if problem else math.nan
     if problem and _minimised(objective):
         negate = bool(getattr(objective, "negate", False))
         warnings.warn(

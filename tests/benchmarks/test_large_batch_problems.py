@@ -11,7 +11,7 @@ from botorch_sketch.benchmarks.large_batch.problems import (
     ShiftedProblem,
     clamped_bspline_basis,
 )
-from botorch_sketch.benchmarks.large_batch.record import optimal_value
+from botorch_sketch.bo.large_batch import optimal_value
 
 
 def _straight(a: tuple[float, float], b: tuple[float, float]) -> torch.Tensor:

@@ -41,7 +41,9 @@ import torch
 from botorch.test_functions.synthetic import SyntheticTestFunction
 from botorch.utils.transforms import unnormalize
 
-from .record import RunLog, optimal_value
+from botorch_sketch.bo.large_batch import optimal_value
+
+from .record import RunLog
 
 
 class AskTell(Protocol):

@@ -27,7 +27,6 @@ included), ``threads`` and ``cell`` (the cell's settings).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -122,12 +121,3 @@ def cumulative(values: list[float]) -> list[float]:
         total += v
         out.append(total)
     return out
-
-
-def optimal_value(problem: Any) -> float:
-    r"""A problem's maximum, NaN where it does not say (or raises)."""
-    try:
-        value = problem.optimal_value
-    except (AttributeError, NotImplementedError):
-        return math.nan
-    return math.nan if value is None else float(value)

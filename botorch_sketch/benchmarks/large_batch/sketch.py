@@ -23,9 +23,9 @@ from botorch.test_functions.synthetic import SyntheticTestFunction
 from gpytorch.mlls import ExactMarginalLogLikelihood
 from torch import Tensor
 
-from botorch_sketch.bo.large_batch import run_large_batch
+from botorch_sketch.bo.large_batch import optimal_value, run_large_batch
 
-from .record import BREAKDOWN, cumulative, optimal_value
+from .record import BREAKDOWN, cumulative
 
 SKETCH, SKETCH_CMA, EXACT = "sketch", "sketch-CMA", "exact GP (warm)"
 
