@@ -129,6 +129,25 @@ def _key(x: Tensor) -> bytes:
     return x.detach().cpu().contiguous().numpy().tobytes()
 
 
+def best_observation(
+    train_X: Tensor, train_Y: Tensor, bounds: Tensor
+) -> tuple[Tensor, float]:
+    r"""The largest finite observation and its point, mapped into ``bounds``.
+
+    Args:
+        train_X: A ``n x d`` tensor of points in the unit cube.
+        train_Y: A ``n x 1`` tensor of their finite observations.
+        bounds: A ``2 x d`` tensor of the search box.
+
+    Returns:
+        A ``d`` tensor and the value (NaNs and ``-inf`` when ``n = 0``).
+    """
+    if train_Y.shape[0] == 0:
+        return torch.full((bounds.shape[-1],), math.nan).to(bounds), -math.inf
+    i = int(train_Y.argmax())
+    return unnormalize(train_X[i], bounds), float(train_Y[i])
+
+
 class LargeBatchOptimizer:
     r"""Ask/tell large-batch Thompson sampling in trust regions (maximises)."""
 
@@ -326,10 +345,7 @@ class LargeBatchOptimizer:
         Returns:
             A ``d`` tensor and the value (``-inf`` and NaNs before any).
         """
-        if self.train_Y.shape[0] == 0:
-            return torch.full((self.dim,), math.nan).to(self.bounds), -math.inf
-        i = int(self.train_Y.argmax())
-        return unnormalize(self.train_X[i], self.bounds), float(self.train_Y[i])
+        return best_observation(self.train_X, self.train_Y, self.bounds)
 
     # ----------------------------------------------------------------- ask
 

@@ -73,7 +73,7 @@ from botorch.utils.transforms import unnormalize
 from scipy.stats import kendalltau
 from torch import Tensor
 
-from botorch_sketch.bo.ask_tell import AskRecord, _key
+from botorch_sketch.bo.ask_tell import AskRecord, _key, best_observation
 from botorch_sketch.bo.sampling import posterior_means
 from botorch_sketch.bo.thompson import check_region, default_surrogate
 from botorch_sketch.checks import checked_count, checked_real
@@ -200,10 +200,7 @@ class ScreenedCMAES:
         Returns:
             A ``d`` tensor and the value (``-inf`` and NaNs before any).
         """
-        if self.train_Y.shape[0] == 0:
-            return torch.full((self.dim,), math.nan).to(self.bounds), -math.inf
-        i = int(self.train_Y.argmax())
-        return unnormalize(self.train_X[i], self.bounds), float(self.train_Y[i])
+        return best_observation(self.train_X, self.train_Y, self.bounds)
 
     # ----------------------------------------------------------------- ask
 
