@@ -61,7 +61,9 @@ def _recording(optimizer):
 
 def test_a_screened_generation_is_the_q_draws_of_largest_posterior_mean():
     spy = _Spy()
-    opt = ScreenedCMAES(_unit(5), q=10, surrogate=spy, oversample=4, seed=0)
+    opt = ScreenedCMAES(  # dense draws only: the pool is cma's own draws
+        _unit(5), q=10, surrogate=spy, oversample=4, sparse_share=0.0, seed=0
+    )
     X = opt.ask()
     opt.tell(X, _f(X))
     drawn = _recording(opt)
@@ -73,6 +75,59 @@ def test_a_screened_generation_is_the_q_draws_of_largest_posterior_mean():
     expected = draws[means.topk(10).indices]
     assert set(map(tuple, X.tolist())) == set(map(tuple, expected.tolist()))
     assert opt.screened == [False, True]
+
+
+def test_a_share_of_the_pool_steps_from_the_mean_on_a_few_coordinates(monkeypatch):
+    # d = 40, 5 coordinates on average: a sparse draw keeps 1-15 of its 40
+    # steps; a dense draw changes (almost) every coordinate.
+    import botorch_sketch.bo.screened_cma as module
+
+    pools = []
+
+    def recorded(model, X):
+        pools.append(X.clone())
+        return posterior_means(model, X)
+
+    monkeypatch.setattr(module, "posterior_means", recorded)
+    d, q = 40, 30
+    opt = ScreenedCMAES(_unit(d), q=q, seed=0)
+    X = opt.ask()
+    opt.tell(X, _f(X))
+    mean = torch.as_tensor(opt.es.result.xfavorite).clamp(0, 1)
+    X = opt.ask()
+    pool = pools[-1]
+    assert pool.shape == (3 * q, d)
+    changed = ((pool - mean).abs() > 1e-12).sum(-1)
+    assert (changed[:60] >= 35).all()
+    sparse = changed[60:]
+    assert (sparse >= 1).all() and (sparse <= 15).all()
+    assert 3.0 <= sparse.double().mean() <= 7.0
+    assert (pool >= 0).all() and (pool <= 1).all()
+    # The generation is still the q of largest posterior mean in the pool.
+    assert {tuple(x) for x in X.tolist()} <= {tuple(x) for x in pool.tolist()}
+
+
+def test_no_sparse_draws_where_the_share_is_zero_or_the_pool_has_no_spare(
+    monkeypatch,
+):
+    import botorch_sketch.bo.screened_cma as module
+
+    pools = []
+
+    def recorded(model, X):
+        pools.append(X.clone())
+        return posterior_means(model, X)
+
+    monkeypatch.setattr(module, "posterior_means", recorded)
+    for kwargs in ({"sparse_share": 0.0}, {"oversample": 1}):
+        opt = ScreenedCMAES(_unit(40), q=20, seed=0, **kwargs)
+        for _ in range(2):
+            X = opt.ask()
+            opt.tell(X, _f(X))
+        mean = torch.as_tensor(opt.es.result.xfavorite).clamp(0, 1)
+        opt.ask()
+        changed = ((pools[-1] - mean).abs() > 1e-12).sum(-1)
+        assert (changed >= 35).all()
 
 
 def test_a_model_that_ranks_poorly_leaves_the_next_generation_unscreened():
@@ -206,6 +261,11 @@ def test_bad_arguments_are_refused():
         ScreenedCMAES(_unit(2), q=1)
     with pytest.raises(InputDataError, match="surrogate"):
         ScreenedCMAES(_unit(2), surrogate="gp")
+    for share in (-0.1, 1.5, math.nan):
+        with pytest.raises(InputDataError, match="sparse_share"):
+            ScreenedCMAES(_unit(2), sparse_share=share)
+    with pytest.raises(InputDataError, match="sparse_coordinates"):
+        ScreenedCMAES(_unit(2), sparse_coordinates=0)
     opt = ScreenedCMAES(_unit(2), q=4)
     with pytest.raises(InputDataError, match="at most q"):
         opt.ask(5)

@@ -46,7 +46,9 @@ DESCRIPTIONS = {
         "`run_large_batch` with its defaults (`strategy='cma'`): CMA-ES (`cma` "
         "4.5.0, population q from the cube's centre with step 0.1) whose every "
         "generation is the q of largest posterior mean among 3q draws of its "
-        "distribution, under the same carried Nystrom GP; unscreened for a "
+        "distribution (a third of them sparse: the step from the mean kept on "
+        "about 5 random coordinates), under the same carried Nystrom GP; "
+        "unscreened for a "
         "generation when the last one's Kendall tau between predicted means and "
         "observations fell below 0.2 (`ScreenedCMAES`)."
     ),
