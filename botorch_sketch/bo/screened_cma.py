@@ -136,7 +136,9 @@ class ScreenedCMAES:
             sparse_share: The share of a screened generation's draws whose
                 step from the mean is kept on a few coordinates (at most the
                 ``(oversample - 1) * q`` draws beyond ``q``, so an unscreened
-                generation is a plain sample); 0 draws none.
+                generation is a plain sample); 0 draws none (with q = 10, 0 was
+                ahead by 2000 evaluations on three problems of four;
+                docs/bo-headline.md).
             sparse_coordinates: How many coordinates a sparse draw changes, on
                 average (each with probability ``sparse_coordinates / d``, at
                 least one).
