@@ -77,18 +77,24 @@ def test_a_screened_generation_is_the_q_draws_of_largest_posterior_mean():
     assert opt.screened == [False, True]
 
 
-def test_a_share_of_the_pool_steps_from_the_mean_on_a_few_coordinates(monkeypatch):
-    # d = 40, 5 coordinates on average: a sparse draw keeps 1-15 of its 40
-    # steps; a dense draw changes (almost) every coordinate.
+@pytest.fixture
+def pools(monkeypatch):
+    # Every screening pool the model ranks, in order.
     import botorch_sketch.bo.screened_cma as module
 
-    pools = []
+    recorded = []
 
-    def recorded(model, X):
-        pools.append(X.clone())
+    def spy(model, X):
+        recorded.append(X.clone())
         return posterior_means(model, X)
 
-    monkeypatch.setattr(module, "posterior_means", recorded)
+    monkeypatch.setattr(module, "posterior_means", spy)
+    return recorded
+
+
+def test_a_share_of_the_pool_steps_from_the_mean_on_a_few_coordinates(pools):
+    # d = 40, 5 coordinates on average: a sparse draw keeps 1-15 of its 40
+    # steps; a dense draw changes (almost) every coordinate.
     d, q = 40, 30
     opt = ScreenedCMAES(_unit(d), q=q, seed=0)
     X = opt.ask()
@@ -103,22 +109,11 @@ def test_a_share_of_the_pool_steps_from_the_mean_on_a_few_coordinates(monkeypatc
     assert (sparse >= 1).all() and (sparse <= 15).all()
     assert 3.0 <= sparse.double().mean() <= 7.0
     assert (pool >= 0).all() and (pool <= 1).all()
-    # The generation is still the q of largest posterior mean in the pool.
+    # The generation is chosen from that pool, sparse draws included.
     assert {tuple(x) for x in X.tolist()} <= {tuple(x) for x in pool.tolist()}
 
 
-def test_no_sparse_draws_where_the_share_is_zero_or_the_pool_has_no_spare(
-    monkeypatch,
-):
-    import botorch_sketch.bo.screened_cma as module
-
-    pools = []
-
-    def recorded(model, X):
-        pools.append(X.clone())
-        return posterior_means(model, X)
-
-    monkeypatch.setattr(module, "posterior_means", recorded)
+def test_no_sparse_draws_where_the_share_is_zero_or_the_pool_has_no_spare(pools):
     for kwargs in ({"sparse_share": 0.0}, {"oversample": 1}):
         opt = ScreenedCMAES(_unit(40), q=20, seed=0, **kwargs)
         for _ in range(2):
