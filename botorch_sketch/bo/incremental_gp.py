@@ -81,7 +81,7 @@ from torch import Tensor
 
 from botorch_sketch.checks import checked_optional_count, checked_real
 from botorch_sketch.models.nystrom.fitting import fitting_subset
-from botorch_sketch.models.nystrom_gp import NystromGP
+from botorch_sketch.models.nystrom_gp import ExactRegimeWarning, NystromGP
 from botorch_sketch.models.validation import check_training_data
 from botorch_sketch.sketching.rules import (
     Candidates,
@@ -591,13 +591,17 @@ class IncrementalGP:
         if warm is not None:
             self._warm_start(model, warm, same_rows, select=not on_subset)
         try:
-            if on_subset:
-                self._fit_on_subset(model)
-            else:
-                fit_gpytorch_mll(
-                    ExactMarginalLogLikelihood(model.likelihood, model),
-                    **self.fit_kwargs,
-                )
+            with warnings.catch_warnings():
+                # A carried model starts with every input inducing (the exact
+                # regime) and grows out of it: nothing for the caller to act on.
+                warnings.simplefilter("ignore", ExactRegimeWarning)
+                if on_subset:
+                    self._fit_on_subset(model)
+                else:
+                    fit_gpytorch_mll(
+                        ExactMarginalLogLikelihood(model.likelihood, model),
+                        **self.fit_kwargs,
+                    )
         except ModelFittingError as e:
             # BoTorch restores the starting values: a long loop goes on with them.
             warnings.warn(

@@ -438,6 +438,22 @@ def test_a_cap_the_caller_set_is_not_warned_at_every_refit():
         )
 
 
+def test_the_exact_regime_of_a_small_start_is_not_warned():
+    # A carried model starts with every input inducing and grows out of it:
+    # the large-batch loop's first build used to warn about that regime.
+    from botorch.test_functions import Hartmann
+
+    from botorch_sketch.bo import run_large_batch
+
+    problem = Hartmann(dim=6, negate=True)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        run_large_batch(
+            problem, problem.bounds, evaluations=200, q=100, seed=0, progress=False
+        )
+    assert not [w for w in caught if issubclass(w.category, ExactRegimeWarning)]
+
+
 @pytest.mark.parametrize("grow", [False, True])
 def test_a_saved_state_restores_the_same_model_and_schedule(tmp_path, grow):
     # Saved between refits (after Woodbury steps), loaded from a data-only file
