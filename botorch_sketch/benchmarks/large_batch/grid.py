@@ -131,6 +131,22 @@ def make_cells(
     ]
 
 
+def _headline_grid(budget: str, problems: list[str], methods: list[str]) -> Grid:
+    # The headline grids' shared settings: q = 100 to 10^4 evaluations, seeds
+    # 0-2, the headline caps.
+    return Grid(
+        make_cells(
+            budget,
+            problems,
+            methods,
+            [0, 1, 2],
+            evaluations=10_000,
+            q=100,
+            caps=HEADLINE_CAPS,
+        )
+    )
+
+
 GRIDS: dict[str, Grid] = {
     # Seconds: every method once on Hartmann-6 (what the tests run).
     "headline-small": Grid(
@@ -145,66 +161,42 @@ GRIDS: dict[str, Grid] = {
         )
     ),
     # q = 100 to 10^4 evaluations, three seeds: the comparison of issue 44.
-    "headline": Grid(
-        make_cells(
-            "headline",
-            HEADLINE_PROBLEMS,
-            [
-                SKETCH,
-                SKETCH_CMA,
-                TURBO_ENN,
-                TURBO_ONE,
-                CMA_ES,
-                CMA_ES_SMALL_STEP,
-                SOBOL,
-            ],
-            [0, 1, 2],
-            evaluations=10_000,
-            q=100,
-            caps=HEADLINE_CAPS,
-        )
+    "headline": _headline_grid(
+        "headline",
+        HEADLINE_PROBLEMS,
+        [
+            SKETCH,
+            SKETCH_CMA,
+            TURBO_ENN,
+            TURBO_ONE,
+            CMA_ES,
+            CMA_ES_SMALL_STEP,
+            SOBOL,
+        ],
     ),
     # Ackley-20 and Levy-100 with their optima moved off the centre, where
     # CMA-ES starts: q = 100 to 10^4, three seeds (TuRBO-1 left out: capped at
     # 1000-1300 evaluations, it reads only the first column).
-    "headline-shifted": Grid(
-        make_cells(
-            "headline-shifted",
-            ["Ackley-20-shifted", "Levy-100-shifted"],
-            [SKETCH, SKETCH_CMA, TURBO_ENN, CMA_ES, CMA_ES_SMALL_STEP, SOBOL],
-            [0, 1, 2],
-            evaluations=10_000,
-            q=100,
-            caps=HEADLINE_CAPS,
-        )
+    "headline-shifted": _headline_grid(
+        "headline-shifted",
+        ["Ackley-20-shifted", "Levy-100-shifted"],
+        [SKETCH, SKETCH_CMA, TURBO_ENN, CMA_ES, CMA_ES_SMALL_STEP, SOBOL],
     ),
     # Ten of BoTorch's test functions in 4-60 dimensions that no setting was
     # chosen on: q = 100 to 10^4, three seeds, the sketches beside the peers
     # that reach 10^4 (TuRBO-1 left out: capped, it reads only 1000).
-    "headline-wide": Grid(
-        make_cells(
-            "headline-wide",
-            WIDE_PROBLEMS,
-            [SKETCH, SKETCH_CMA, TURBO_ENN, CMA_ES, CMA_ES_SMALL_STEP],
-            [0, 1, 2],
-            evaluations=10_000,
-            q=100,
-            caps=HEADLINE_CAPS,
-        )
+    "headline-wide": _headline_grid(
+        "headline-wide",
+        WIDE_PROBLEMS,
+        [SKETCH, SKETCH_CMA, TURBO_ENN, CMA_ES, CMA_ES_SMALL_STEP],
     ),
     # Sixteen more problems, run after sketch-CMA's initial step (0.1) was
     # chosen on the sixteen above: eleven other BoTorch functions and five with
     # their optima moved off the centre; q = 100 to 10^4, three seeds.
-    "headline-check": Grid(
-        make_cells(
-            "headline-check",
-            CHECK_PROBLEMS,
-            [SKETCH_CMA, TURBO_ENN, CMA_ES, CMA_ES_SMALL_STEP],
-            [0, 1, 2],
-            evaluations=10_000,
-            q=100,
-            caps=HEADLINE_CAPS,
-        )
+    "headline-check": _headline_grid(
+        "headline-check",
+        CHECK_PROBLEMS,
+        [SKETCH_CMA, TURBO_ENN, CMA_ES, CMA_ES_SMALL_STEP],
     ),
     # One q = 1000 run to 10^5 on rover-60 per sketch, TuRBO-ENN beside them.
     "headline-long": Grid(
