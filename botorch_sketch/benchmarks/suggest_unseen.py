@@ -242,20 +242,29 @@ def failed_fraction(task: str, n: int = 1000) -> float:
     return failed / (n - 1)
 
 
-def continued(task: str, seed: int, trials: int = 20, n: int = 1000) -> dict:
-    r"""``SketchSampler(seed=seed)`` continuing the budget's study for ``trials``.
+def continued(
+    task: str, seed: int, trials: int = 20, n: int = 1000, sampler: str = "sketch"
+) -> dict:
+    r"""A sampler continuing the budget's study for ``trials`` suggestions.
 
-    The quality side of the budget: the best value among the new trials,
-    how many failed, and the CPU seconds of their suggestions (the first one
-    cold).
+    The quality side of the budget: the best value among the new trials, their
+    mean, how many failed, and the CPU seconds of their suggestions (the first
+    one cold). ``sampler``: ``"sketch"`` (``SketchSampler(seed=seed)``) or
+    ``"gp"`` (Optuna's ``GPSampler(seed=seed)``, the peer, on the same study).
     """
+    import optuna
     import torch
     from optuna.trial import TrialState
 
     from botorch_sketch.integrations.optuna import SketchSampler
 
+    samplers = {"sketch": SketchSampler, "gp": optuna.samplers.GPSampler}
+    if sampler not in samplers:
+        raise KeyError(
+            f"Unknown sampler {sampler!r}; expected one of {list(samplers)}."
+        )
     torch.set_num_threads(1)
-    result, step = study(SketchSampler(seed=seed), task, n)
+    result, step = study(samplers[sampler](seed=seed), task, n)
     before = len(result.trials)
     seconds = [step() for _ in range(trials)]
     new = result.trials[before:]
@@ -263,7 +272,9 @@ def continued(task: str, seed: int, trials: int = 20, n: int = 1000) -> dict:
     return {
         "task": task,
         "seed": seed,
+        "sampler": sampler,
         "best": max(values) if values else None,
+        "mean": sum(values) / len(values) if values else None,
         "failed": sum(t.state == TrialState.FAIL for t in new),
         "cpu": sum(seconds),
         "cold": seconds[0],
@@ -339,7 +350,7 @@ def loss_cost(n: int, d: int, repeats: int = 10) -> dict[str, float]:
 
 
 if __name__ == "__main__":
-    # python -m botorch_sketch.benchmarks.suggest_unseen TASK SEED [TRIALS]
+    # python -m botorch_sketch.benchmarks.suggest_unseen TASK SEED [TRIALS [SAMPLER]]
     # python -m botorch_sketch.benchmarks.suggest_unseen loss N D
     import json
     import sys
@@ -353,6 +364,11 @@ if __name__ == "__main__":
         warnings.simplefilter("ignore")
         print(
             json.dumps(
-                continued(sys.argv[1], int(sys.argv[2]), *map(int, sys.argv[3:4]))
+                continued(
+                    sys.argv[1],
+                    int(sys.argv[2]),
+                    *map(int, sys.argv[3:4]),
+                    sampler=sys.argv[4] if len(sys.argv) > 4 else "sketch",
+                )
             )
         )

@@ -51,3 +51,20 @@ def test_loss_cost_times_the_three_losses():
     costs = suggest_unseen.loss_cost(20, 3, repeats=1)
     assert set(costs) == {"ours", "gpytorch log_prob", "GPSampler"}
     assert all(math.isfinite(c) and c > 0 for c in costs.values())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sampler", ["sketch", "gp"])
+def test_continued_runs_either_sampler_on_the_same_study(sampler):
+    # The quality side of the budget, for our sampler or the peer: the new
+    # trials' best and mean are of completed trials, failures counted apart.
+    result = suggest_unseen.continued("wide", 0, trials=3, n=40, sampler=sampler)
+    assert result["sampler"] == sampler
+    assert result["failed"] <= 3 and result["cpu"] >= result["cold"] > 0.0
+    if result["failed"] < 3:
+        assert result["mean"] <= result["best"]
+
+
+def test_continued_refuses_an_unknown_sampler():
+    with pytest.raises(KeyError, match="tpe"):
+        suggest_unseen.continued("wide", 0, trials=1, n=40, sampler="tpe")

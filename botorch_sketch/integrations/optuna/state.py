@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 import torch
-from botorch.exceptions.errors import InputDataError, ModelFittingError
+from botorch.exceptions.errors import InputDataError
 from botorch.exceptions.warnings import InputDataWarning
 from botorch.fit import fit_gpytorch_mll
 from botorch.models.model import Model
@@ -33,8 +33,6 @@ from botorch_sketch.integrations.optuna.options import (
 )
 from botorch_sketch.integrations.optuna.trials import _SYSTEM_ATTR_MAX_LENGTH
 from botorch_sketch.integrations.optuna.warping import _HalfRankWarp, _warped
-from botorch_sketch.models import NystromGP
-from botorch_sketch.models.nystrom.fitting import fitting_subset
 from botorch_sketch.models.nystrom_gp import ExactRegimeWarning
 
 #: The study's system attributes ``{key}:{output}:{chunk}`` hold the carried
@@ -326,10 +324,20 @@ class _Optimizer:
     (``parameters``), its first call loads them into the model being fitted
     (the fitting subset's, for a ``NystromGP`` fitted on one) and runs a short
     fit: at most ``_SHORT_FIT_MAXITER`` iterations. Otherwise, on a subset
-    (``maxiter`` set), the first fit, from the priors, runs on
-    ``_COARSE_FIT_SIZE`` of the subset's rows first (:func:`_coarse_fit`), and
-    every fit on the whole subset (that first one's polish, or a refit from
-    the previous values) takes at most ``_POLISH_MAXITER`` iterations.
+    (``maxiter`` set), the first fit runs from the priors on the whole subset
+    (at most ``maxiter`` iterations), and every refit, from the previous
+    values, takes at most ``_POLISH_MAXITER``.
+
+    The first fit once started on 200 of the subset's rows, then polished on
+    the subset: half the cold suggestion's time on 21-47 encoded columns, but
+    the polish stalled in a worse optimum (on 21 columns a loss of -0.18 per
+    trial against -0.25 from the priors, the lengthscales at a median of 5.3
+    against 8.1: the irrelevant columns' were held short), and the search
+    paid: continuing studies of 1000 trials for 20 suggestions,
+    the best value rose on 13 of 18 runs without it (``long`` 0.25-0.27 to
+    0.30-0.31, ``wide`` 0.33-0.36 to 0.40, where ``GPSampler`` reaches 0.375
+    and 0.405), and the objective's model refitted on drift less often (the
+    warm median on ``long`` 0.33 s to 0.15 s); docs/suggest-mixed-unseen.md.
     """
 
     def __init__(self, parameters: dict[str, Any] | None, name: str = "") -> None:
@@ -341,7 +349,7 @@ class _Optimizer:
 
     def __call__(self, mll: Any, *args: Any, **kwargs: Any) -> Any:
         maxiter = self.maxiter
-        # Absent from an optimizer pickled before the coarse stage: not cold.
+        # Absent from an optimizer pickled before ``cold`` was: not cold.
         cold, self.cold = getattr(self, "cold", False), False
         if self.parameters is not None:
             parameters, self.parameters = self.parameters, None
@@ -353,10 +361,9 @@ class _Optimizer:
                 # A short fit from the study's values, neither cold nor capped
                 # as a refit is.
                 return self._fit(mll, args, kwargs, _short_maxiter(maxiter))
-        options = {**_FIT_TOLERANCES, **(kwargs.get("options") or {})}
-        if maxiter is not None and (not cold or _coarse_fit(mll.model, options)):
-            # The hyperparameters are near the optimum (the previous fit's, or
-            # the coarse fit's): the fit on every row only polishes them.
+        if maxiter is not None and not cold:
+            # The hyperparameters are near the optimum (the previous fit's):
+            # the fit only polishes them.
             maxiter = min(maxiter, _POLISH_MAXITER)
         return self._fit(mll, args, kwargs, maxiter)
 
@@ -373,62 +380,8 @@ def _short_maxiter(maxiter: int | None) -> int:
     return min(maxiter or _SHORT_FIT_MAXITER, _SHORT_FIT_MAXITER)
 
 
-#: A fit from the priors on a subset of more than this many trials first fits
-#: the shared hyperparameters on the first this many of them (a random
-#: sample: the subset's rows are), where an L-BFGS-B iteration of the exact
-#: likelihood costs about a sixth of one on 500 (``O(n^3)``), then at most
-#: ``_POLISH_MAXITER`` iterations on the whole subset. From the priors the fit
-#: took as many iterations as it had hyperparameters to move, one lengthscale
-#: per encoded column (a categorical parameter of ``k`` choices has ``k``): 23
-#: on the 8 columns of the benchmark's mixed task, 109 on 21 columns and up to
-#: the cap of 150 on 48 (``suggest --budget mixed-unseen``), 0.1 s each on 500
-#: trials.
-_COARSE_FIT_SIZE = 200
-_COARSE_FIT_MIN = 50
+#: The most L-BFGS-B iterations of a refit on a subset, from the previous values.
 _POLISH_MAXITER = 30
-
-
-def _coarse_fit(model: Model, options: dict[str, Any]) -> bool:
-    r"""Fit ``model``'s shared modules on its first rows, as many iterations as needed.
-
-    On ``_COARSE_FIT_SIZE`` rows, or half of the model's rows when it has
-    fewer than twice as many (100 for the failed trials' model, fitted on
-    200); not below ``_COARSE_FIT_MIN`` rows.
-    Only for a ``NystromGP`` without observed noise or an input transform
-    (which a fitting subset does not support).
-
-    Returns:
-        Whether it did (False also when the coarse fit failed).
-    """
-    if not isinstance(model, NystromGP):
-        return False
-    size = min(_COARSE_FIT_SIZE, model.train_X.shape[0] // 2)
-    if (
-        size < _COARSE_FIT_MIN
-        or model.train_Yvar is not None
-        or getattr(model, "input_transform", None) is not None
-    ):
-        return False
-    rows = torch.arange(size, device=model.train_X.device)
-    coarse = fitting_subset(model, NystromGP, rows=rows)
-    coarse.warn_exact_regime = False
-
-    def optimizer(coarse_mll: Any, *args: Any, **kwargs: Any) -> Any:
-        kwargs["options"] = {
-            **options,
-            **(kwargs.get("options") or {}),
-            "maxiter": _LARGE_FIT_MAXITER,
-        }
-        return fit_gpytorch_mll_scipy(coarse_mll, *args, **kwargs)
-
-    try:
-        fit_gpytorch_mll(
-            ExactMarginalLogLikelihood(coarse.likelihood, coarse), optimizer=optimizer
-        )
-    except ModelFittingError:
-        # BoTorch restored the starting values: the whole fit starts there.
-        return False
-    return True
 
 
 #: A stored hyperparameter is implausible when its prior's log density is
