@@ -88,10 +88,37 @@ def test_a_cold_fit_on_a_subset_runs_from_the_priors_on_the_whole_subset(monkeyp
     study.ask(space)
     assert sampler._carried.incremental[NAME].counts.builds == 1
     assert [(rows, maxiter) for rows, maxiter, _ in fits] == [(120, _LARGE_FIT_MAXITER)]
-    # More iterations than a refit may take: a polish would have stopped.
-    assert _POLISH_MAXITER < fits[0][2].step <= _LARGE_FIT_MAXITER
+    assert fits[0][2].step <= _LARGE_FIT_MAXITER
     model = sampler._carried.incremental[NAME].model
     assert all(torch.isfinite(p).all() for p in model.parameters())
+
+
+@pytest.mark.slow
+def test_every_fit_keeps_a_correction_pair_per_hyperparameter(monkeypatch):
+    # L-BFGS-B's memory (scipy's maxcor, default 10) is at least
+    # _MIN_CORRECTIONS and at least the number of hyperparameters fitted: with
+    # one lengthscale per encoded column, 10 pairs left the cold fit at its
+    # iteration cap on 21-47 columns.
+    seen = []
+    original = state_module.fit_gpytorch_mll_scipy
+
+    def spy(mll, *args, **kwargs):
+        count = sum(p.numel() for p in mll.parameters() if p.requires_grad)
+        seen.append((count, (kwargs.get("options") or {}).get("maxcor")))
+        return original(mll, *args, **kwargs)
+
+    monkeypatch.setattr(state_module, "fit_gpytorch_mll_scipy", spy)
+    sampler = SketchSampler(seed=0, fit_subset_size=120, refit_every=1, **FAST)
+    study, space = _study(sampler, 200)
+    torch.manual_seed(0)
+    for _ in range(2):
+        trial = study.ask(space)
+        study.tell(trial, 0.0)
+    assert len(seen) >= 3  # the objective's and the failures' models, a refit
+    for count, maxcor in seen:
+        assert maxcor == max(state_module._MIN_CORRECTIONS, count)
+    # The columns (x, y, k, four one-hot, z) have a lengthscale each.
+    assert max(count for count, _ in seen) > 8
 
 
 @pytest.mark.slow
