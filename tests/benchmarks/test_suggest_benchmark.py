@@ -179,3 +179,23 @@ def test_gp_without_greenlet_runs_alone_in_a_process_of_its_own(monkeypatch):
     text = suggest.render(rows, "test machine")
     assert f"| 12 | alone | {suggest.GP_NO_GREENLET} |" in text
     assert "logged its fallback to sequential L-BFGS-B" in text
+
+
+def test_each_sampler_warms_up_untimed_before_its_timed_study(monkeypatch):
+    # A process's one-time costs (imports) go to no sampler's cold start: each
+    # method suggests once on a small study of the task before the timed ones.
+    built = []
+    original = suggest._study
+
+    def spy(method, n, task="smooth"):
+        built.append((method, n))
+        return original(method, n, task)
+
+    monkeypatch.setattr(suggest, "_study", spy)
+    methods = [suggest.SKETCH, suggest.TPE]
+    rows = suggest._turns(methods, 30, 2, "smooth")
+    assert built == [(m, 30) for m in methods] * 2
+    assert [row.method for row in rows] == methods
+    built.clear()
+    suggest._alone(suggest.TPE, 60, 1)
+    assert built == [(suggest.TPE, suggest._WARM_UP_TRIALS), (suggest.TPE, 60)]

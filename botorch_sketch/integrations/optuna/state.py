@@ -320,8 +320,8 @@ _FIT_TOLERANCES = {"ftol": 1e-6, "gtol": 1e-4}
 #: matter, whose lengthscales creep out slowly. With 10 pairs the cold fit on
 #: 500 trials stopped at its cap of 150 iterations (loss -0.248 per trial on
 #: ``wide``, -0.099 on ``long``); with 50 it stopped by itself after 87 and 91
-#: (-0.251, -0.145), 45% of the time, with the same trials proposed
-#: afterwards (docs/suggest-mixed-unseen.md).
+#: (-0.251, -0.145) in 43% and 60% of the time, and the trials proposed after
+#: it were as good (docs/suggest-mixed-unseen.md).
 _MIN_CORRECTIONS = 50
 
 
@@ -344,11 +344,11 @@ class _Optimizer:
     the polish stalled in a worse optimum (on 21 columns a loss of -0.18 per
     trial against -0.25 from the priors, the lengthscales at a median of 5.3
     against 8.1: the irrelevant columns' were held short), and the search
-    paid: continuing studies of 1000 trials for 20 suggestions,
-    the best value rose on 13 of 18 runs without it (``long`` 0.25-0.27 to
-    0.30-0.31, ``wide`` 0.33-0.36 to 0.40, where ``GPSampler`` reaches 0.375
-    and 0.405), and the objective's model refitted on drift less often (the
-    warm median on ``long`` 0.33 s to 0.15 s); docs/suggest-mixed-unseen.md.
+    paid: continuing studies of 1000 trials for 20 suggestions, the best
+    value rose on 13 of 18 runs without it (``long`` 0.25-0.27 to 0.30-0.31,
+    ``wide`` 0.33-0.36 to 0.40, where ``GPSampler`` reaches 0.375 and 0.405),
+    and the objective's model refitted on drift less often (the warm median
+    on ``long`` 0.33 s to 0.15 s); docs/suggest-mixed-unseen.md.
     """
 
     def __init__(self, parameters: dict[str, Any] | None, name: str = "") -> None:
