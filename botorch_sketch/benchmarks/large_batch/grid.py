@@ -162,17 +162,7 @@ GRIDS: dict[str, Grid] = {
     ),
     # q = 100 to 10^4 evaluations, three seeds: the comparison of issue 44.
     "headline": _headline_grid(
-        "headline",
-        HEADLINE_PROBLEMS,
-        [
-            SKETCH,
-            SKETCH_CMA,
-            TURBO_ENN,
-            TURBO_ONE,
-            CMA_ES,
-            CMA_ES_SMALL_STEP,
-            SOBOL,
-        ],
+        "headline", HEADLINE_PROBLEMS, [m for m in METHODS if m != EXACT]
     ),
     # Ackley-20 and Levy-100 with their optima moved off the centre, where
     # CMA-ES starts: q = 100 to 10^4, three seeds (TuRBO-1 left out: capped at
