@@ -197,16 +197,16 @@ def _suggest(
         # One point chosen alone: the noisy incumbent is the best posterior mean
         # at the observed points, and EI needs no Monte Carlo (nor the joint
         # posterior over a baseline that qLogNEI samples each evaluation).
+        # The models' single-point read-outs where they apply (see
+        # ``marginal``): the same values at a fraction of the cost (the
+        # incumbent's 1000 posteriors took 22 ms through ``posterior``).
+        objective = _Marginals.of(models[:1]) or models[0]
         with torch.no_grad():
-            best_f = models[0].posterior(train_X.unsqueeze(-2)).mean.max()
+            best_f = objective.posterior(train_X.unsqueeze(-2)).mean.max()
         memo = {} if memo is None else memo
         streak = memo.get(_LIKELY_TO_FAIL, 0)
         if failures is None or not 0 < streak % _RECHECK_EVERY:
-            # The models' single-point read-outs where they apply (see
-            # ``marginal``): the same values at a fraction of the cost.
-            acqf = LogExpectedImprovement(
-                model=_Marginals.of(models[:1]) or models[0], best_f=best_f
-            )
+            acqf = LogExpectedImprovement(model=objective, best_f=best_f)
             X = _maximise(
                 acqf, train_X, None, num_restarts, raw_samples, round_to_grid, discrete
             )

@@ -400,7 +400,9 @@ class SketchSampler(BaseSampler):
         train_con = _constraint_values(completed)
         train_X = self._carried.encode_completed(encoding, completed)
         failed = (
-            _failed_trials(trials, search_space)
+            # A failed trial encoded before (the cache is the search space's)
+            # was found in it then.
+            _failed_trials(trials, search_space, known=self._carried.encoded)
             if options.failed_trials == "constraint"
             else []
         )

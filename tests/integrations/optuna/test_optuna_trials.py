@@ -135,3 +135,102 @@ def test_inconsistent_constraints_raise():
     study = optuna.create_study(sampler=SketchSampler(seed=0, n_startup_trials=3))
     with pytest.raises(InputDataError, match="same constraints"):
         study.optimize(objective, n_trials=5)
+
+
+def test_failed_trials_found_in_the_space_are_not_checked_again(monkeypatch):
+    # A finished trial's parameters never change: a failed trial the sampler
+    # has encoded (found in today's search space) is not checked again at
+    # every suggestion (13 ms a suggestion at 375 failed trials of 18
+    # parameters); one it has not is, and one outside the space stays out.
+    from optuna.distributions import FloatDistribution
+    from optuna.trial import TrialState
+
+    from botorch_sketch.integrations.optuna import trials as trials_module
+
+    space = {"x": FloatDistribution(0.0, 1.0)}
+    made = [
+        optuna.trial.create_trial(
+            params={"x": x},
+            distributions=space,
+            state=state,
+            value=1.0 if state == TrialState.COMPLETE else None,
+        )
+        for x, state in [
+            (0.1, TrialState.FAIL),
+            (0.5, TrialState.COMPLETE),
+            (0.9, TrialState.FAIL),
+        ]
+    ]
+    wide = {"x": FloatDistribution(0.0, 2.0)}
+    made.append(
+        optuna.trial.create_trial(
+            params={"x": 1.5}, distributions=wide, state=TrialState.FAIL
+        )
+    )
+    for number, trial in enumerate(made):
+        trial.number = number
+    checked = []
+    original = trials_module._contains
+
+    def spy(search_space, params):
+        checked.append(params["x"])
+        return original(search_space, params)
+
+    monkeypatch.setattr(trials_module, "_contains", spy)
+    found = trials_module._failed_trials(made, space)
+    assert [t.number for t in found] == [0, 2]
+    assert checked == [0.1, 0.9, 1.5]
+    checked.clear()
+    found = trials_module._failed_trials(made, space, known={0: None, 1: None})
+    assert [t.number for t in found] == [0, 2]
+    assert checked == [0.9, 1.5]
+
+
+def test_the_sampler_checks_each_failed_trial_once(monkeypatch):
+    from optuna.distributions import FloatDistribution
+    from optuna.trial import TrialState
+
+    from botorch_sketch.integrations.optuna import trials as trials_module
+
+    space = {"x": FloatDistribution(-3.0, 3.0), "y": FloatDistribution(-3.0, 3.0)}
+    study = optuna.create_study(
+        sampler=SketchSampler(seed=0, n_startup_trials=4, **FAST)
+    )
+    made = []
+    for i in range(12):
+        params = {"x": -3.0 + 0.5 * i, "y": 2.5 - 0.4 * i}
+        if i % 3 == 0:
+            made.append(
+                optuna.trial.create_trial(
+                    params=params, distributions=space, state=TrialState.FAIL
+                )
+            )
+        else:
+            value = (params["x"] - 1.0) ** 2 + (params["y"] + 0.5) ** 2
+            made.append(
+                optuna.trial.create_trial(
+                    params=params, distributions=space, value=value
+                )
+            )
+    study.add_trials(made)
+    checked = []
+    original = trials_module._contains
+
+    def spy(search_space, params):
+        checked.append(dict(params))
+        return original(search_space, params)
+
+    monkeypatch.setattr(trials_module, "_contains", spy)
+    counts = []
+    for fail in (False, True, False):
+        trial = study.ask(space)
+        assert model_based(study)[-1].number == trial.number
+        if fail:
+            study.tell(trial, state=TrialState.FAIL)
+        else:
+            study.tell(trial, quadratic(trial))
+        counts.append(len(checked))
+        checked.clear()
+    # The four failed trials at the first suggestion, none at the second, the
+    # one new failure at the third.
+    assert counts == [4, 0, 1]
