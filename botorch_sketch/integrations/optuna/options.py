@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import inspect
 import numbers
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 from botorch.exceptions.errors import InputDataError, UnsupportedError
 from botorch.models.model import Model
 from gpytorch.constraints import GreaterThan
@@ -126,7 +127,11 @@ class _SamplerOptions:
         return self.model is NystromGP and self.warm_start
 
     def incremental_kwargs(
-        self, dim: int, failures: bool = False, several_objectives: bool = False
+        self,
+        dim: int,
+        failures: bool = False,
+        several_objectives: bool = False,
+        columns: Sequence[np.ndarray] | None = None,
     ) -> dict[str, Any]:
         r"""``IncrementalGP``'s caps and kernel, for ``dim`` encoded columns.
 
@@ -141,6 +146,8 @@ class _SamplerOptions:
         ``GPSampler``'s, the sampler proposed the same failing points again
         (4-5 repeats among 15-16 failed trials in the corner test of
         ``test_optuna_sampler``, seeds 0-2, against 0-1).
+        ``columns``: each parameter's encoded columns, or None; a categorical
+        parameter's share one lengthscale in ``GPSampler``'s kernel.
         ``several_objectives``: for the model of one objective of several,
         whose inferred noise takes ``GPSampler``'s prior and may go down to
         ``_OBJECTIVES_NOISE_FLOOR`` (``_objective_likelihood``) unless
@@ -151,7 +158,7 @@ class _SamplerOptions:
         """
         model_options = self.output_options(failures)
         if not failures:
-            model_options.setdefault("covar_module", _gpsampler_kernel(dim))
+            model_options.setdefault("covar_module", _gpsampler_kernel(dim, columns))
         if several_objectives and not failures:
             model_options.setdefault("likelihood", _objective_likelihood())
         kwargs: dict[str, Any] = {}

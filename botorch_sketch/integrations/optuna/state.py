@@ -132,6 +132,17 @@ class _CarriedModels:
             rows.append(row)
         return torch.as_tensor(np.stack(rows), **_TKWARGS)
 
+    def columns(self, dim: int) -> list[np.ndarray] | None:
+        r"""Each parameter's encoded columns in the search space in use, if ``dim``.
+
+        None before a search space is in use (``use``), or when its encoding
+        has other than ``dim`` columns (not the caller's points).
+        """
+        if not self.warm_space:
+            return None
+        columns = _Encoding(self.warm_space).columns
+        return columns if sum(len(c) for c in columns) == dim else None
+
     def warp(self, train_Y: Tensor, name: str) -> Tensor:
         r"""The objective's values as modelled (see ``_HalfRankWarp``).
 
@@ -176,6 +187,7 @@ class _CarriedModels:
                             failures=name == FAILURES,
                             several_objectives=self.objectives > 1
                             and name.startswith("objective"),
+                            columns=self.columns(train_X.shape[-1]),
                         ),
                     )
                 optimizer = surrogate.fit_kwargs.get("optimizer")
@@ -315,10 +327,11 @@ class _CarriedModels:
 _FIT_TOLERANCES = {"ftol": 1e-6, "gtol": 1e-4}
 
 #: The fewest correction pairs L-BFGS-B keeps (scipy's ``maxcor``, default 10);
-#: a fit keeps at least one per hyperparameter. A carried model has one
+#: a fit keeps at least one per hyperparameter. A carried model had one
 #: lengthscale per encoded column (24 to 51 hyperparameters on the mixed spaces
-#: of ``suggest --budget mixed-unseen``), most of them for inputs that hardly
-#: matter, whose lengthscales creep out slowly. With 10 pairs the cold fit on
+#: of ``suggest --budget mixed-unseen``; one per parameter since, 15 to 32),
+#: most of them for inputs that hardly matter, whose lengthscales creep out
+#: slowly. With 10 pairs the cold fit on
 #: 500 trials stopped at its cap of 150 iterations (loss -0.248 per trial on
 #: ``wide``, -0.099 on ``long``); with 50 it stopped by itself after 87 and 91
 #: (-0.251, -0.145) in 43% and 60% of the time, and the trials proposed after

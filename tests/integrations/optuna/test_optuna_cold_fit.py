@@ -124,7 +124,8 @@ def test_every_fit_keeps_a_correction_pair_per_hyperparameter(monkeypatch):
     assert len(seen) >= 3  # the objective's and the failures' models, a refit
     for count, maxcor in seen:
         assert maxcor == max(state_module._MIN_CORRECTIONS, count)
-    # The columns (x, y, k, four one-hot, z) have a lengthscale each.
+    # The objective's model has a lengthscale per parameter (x, y, k, c, z),
+    # the failures' model one per column (x, y, k, four one-hot, z).
     assert max(count for count, _ in seen) > 8
 
 
