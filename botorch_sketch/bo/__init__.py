@@ -26,6 +26,7 @@ from botorch_sketch.bo.large_batch import (
 from botorch_sketch.bo.regions import TrustRegions
 from botorch_sketch.bo.sampling import path_values, posterior_means
 from botorch_sketch.bo.screened_cma import ScreenedCMAES
+from botorch_sketch.bo.surrogate_cma import SurrogateCMAES
 from botorch_sketch.bo.thompson import (
     Batch,
     candidate_set,
@@ -52,6 +53,7 @@ __all__ = [
     "FailedBatchWarning",
     "TrustRegions",
     "ScreenedCMAES",
+    "SurrogateCMAES",
     "path_values",
     "posterior_means",
     "LargeBatchTrace",

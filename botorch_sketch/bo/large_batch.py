@@ -95,6 +95,7 @@ from tqdm.auto import tqdm
 from botorch_sketch.bo.ask_tell import LOG_COLUMNS, LargeBatchOptimizer
 from botorch_sketch.bo.checkpoint import CheckpointError, load_checkpoint
 from botorch_sketch.bo.screened_cma import ScreenedCMAES
+from botorch_sketch.bo.surrogate_cma import SurrogateCMAES
 
 # The Thompson step's names lived here first: imported from here too.
 from botorch_sketch.bo.thompson import (  # noqa: F401
@@ -112,7 +113,7 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 #: The loop's ways of proposing a batch (``run_large_batch``'s ``strategy``).
-STRATEGIES = ("regions", "cma")
+STRATEGIES = ("regions", "cma", "surrogate-cma")
 
 #: The arguments of ``strategy="regions"`` alone, at their defaults.
 _REGION_DEFAULTS = {
@@ -365,8 +366,12 @@ def run_large_batch(
             (:class:`~botorch_sketch.bo.ScreenedCMAES`; its first generation
             is the design, so ``num_initial`` must be ``q``, and the
             arguments of the regions, candidates and paths do not apply and
-            are refused). ``"regions"``: the Thompson batches in trust
-            regions described above (:class:`LargeBatchOptimizer`).
+            are refused). ``"surrogate-cma"``: CMA-ES whose populations a GP
+            in CMA-ES's metric over lq-CMA-ES's regression mostly evaluates,
+            for any ``q`` from 1 (:class:`~botorch_sketch.bo.SurrogateCMAES`;
+            it fits its own model, so ``surrogate`` is refused).
+            ``"regions"``: the Thompson batches in trust regions described
+            above (:class:`LargeBatchOptimizer`).
 
     Returns:
         The run's :class:`LargeBatchTrace`. If the objective (or anything else)
@@ -405,17 +410,23 @@ def run_large_batch(
     bounds = bounds.to(torch.double)
     if strategy not in STRATEGIES:
         raise InputDataError(f"strategy must be one of {STRATEGIES}, got {strategy!r}.")
-    if strategy == "cma":
-        if q < 2 or bounds.shape[-1] < 2:
+    if strategy in ("cma", "surrogate-cma"):
+        if bounds.shape[-1] < 2:
             raise UnsupportedError(
-                f"The default strategy='cma' needs a CMA-ES population of q >= 2 "
-                f"in d >= 2 inputs (got q = {q}, d = {bounds.shape[-1]}); pass "
-                "strategy='regions'."
+                f"strategy={strategy!r} needs d >= 2 inputs (CMA-ES's own limit; "
+                f"got d = {bounds.shape[-1]}); pass strategy='regions'."
+            )
+        if strategy == "cma" and q < 2:
+            raise UnsupportedError(
+                "The default strategy='cma' needs a CMA-ES population of q >= 2 "
+                f"(got q = {q}); pass strategy='surrogate-cma' (CMA-ES from q = 1) "
+                "or strategy='regions'."
             )
         if num_initial != q:
             raise InputDataError(
-                f"strategy='cma' starts with one generation of q = {q} points; "
-                f"num_initial ({num_initial}) must be q."
+                f"strategy={strategy!r} has no separate design: its first batch "
+                f"is q = {q} points of the search distribution; num_initial "
+                f"({num_initial}) must be q."
             )
         given = {
             "num_candidates": num_candidates,
@@ -431,10 +442,19 @@ def run_large_batch(
         if moved:
             raise InputDataError(
                 f"{', '.join(moved)} set the Thompson batches of "
-                "strategy='regions'; the default strategy='cma' has no regions, "
+                f"strategy='regions'; strategy={strategy!r} has no regions, "
                 "candidates or paths. Pass strategy='regions' to use them."
             )
-        optimizer = ScreenedCMAES(bounds, q=q, surrogate=surrogate, seed=seed)
+        if strategy == "cma":
+            optimizer = ScreenedCMAES(bounds, q=q, surrogate=surrogate, seed=seed)
+        elif surrogate is not None:
+            raise InputDataError(
+                "strategy='surrogate-cma' fits its own model (a GP in CMA-ES's "
+                "metric over a linear-quadratic regression); surrogate does not "
+                "apply. Use SurrogateCMAES(residual=False) for the regression alone."
+            )
+        else:
+            optimizer = SurrogateCMAES(bounds, q=q, seed=seed)
     else:
         optimizer = LargeBatchOptimizer(
             bounds,
@@ -506,7 +526,7 @@ def run_large_batch(
 
 def _loop(
     trace: LargeBatchTrace,
-    optimizer: LargeBatchOptimizer | ScreenedCMAES,
+    optimizer: LargeBatchOptimizer | ScreenedCMAES | SurrogateCMAES,
     evaluate: Callable[[Tensor], tuple[Tensor, list[float]]],
     evaluations: int,
     time_cap: float | None,
@@ -516,6 +536,7 @@ def _loop(
     # The loop of ``run_large_batch``: ask, evaluate, tell, filling ``trace``.
     num_initial, q = optimizer.num_initial, optimizer.q
     x = optimizer.ask(num_initial)
+    num_initial = x.shape[0]  # SurrogateCMAES may hand out fewer
     y, initial = evaluate(x)
     optimizer.tell(x, y)
     trace.initial_best = _finite_max(initial)
@@ -538,7 +559,11 @@ def _loop(
     bar = tqdm(
         total=evaluations,
         initial=evaluated,
-        desc="large-batch TS",
+        desc={
+            "LargeBatchOptimizer": "Thompson regions",
+            "ScreenedCMAES": "screened CMA-ES",
+            "SurrogateCMAES": "surrogate CMA-ES",
+        }[type(optimizer).__name__],
         disable=not progress,
     )
     while evaluated < evaluations:
@@ -552,7 +577,7 @@ def _loop(
         y, true = evaluate(x)
         keep = torch.isfinite(y).squeeze(-1)
         optimizer.tell(x, y)
-        evaluated += b
+        evaluated += x.shape[0]
         trace.values.extend(
             v if k else math.nan for v, k in zip(true, keep.tolist(), strict=True)
         )

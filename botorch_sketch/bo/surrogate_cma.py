@@ -1,0 +1,498 @@
+#!/usr/bin/env python3
+r"""CMA-ES with a surrogate population, as an ask/tell optimizer for any batch size.
+
+lq-CMA-ES [Hansen2019global]_ gets many CMA-ES generations per evaluation: a
+model ranks each population, points are evaluated best first until the model's
+ranking of the recent data agrees with the truth (Kendall's tau of at least
+0.85), and CMA-ES is told model values for the rest. :class:`SurrogateCMAES`
+runs that loop through ask/tell, with two changes:
+
+- **any batch size ``q``.** Points are handed out ``q`` at a time, each
+  increment of the evaluated count rounded up to whole batches. With ``q = 1``
+  the increments are lq-CMA-ES's (1, 2, 3, 5, 8, ... evaluated), on CMA-ES's
+  default population; with larger ``q`` the population is ``population_factor
+  * q``, so that a batch can still leave most of a population to the model;
+- **the model is a GP in CMA-ES's metric** (``residual=True``, the default):
+  lq-CMA-ES's linear-quadratic regression as the mean, and a local GP on its
+  residuals in coordinates whitened by ``sigma^2 C``
+  (:class:`~botorch_sketch.bo.whitened_gp.WhitenedResidualGP`). The rank check
+  scores the GP by its leave-one-out means (a GP ranks its own training points
+  perfectly), and the GP's standard deviation may order the evaluations
+  (``kappa``: the lowest ``mean - kappa * sd`` first). ``residual=False`` is
+  the regression alone, scored in-sample, as lq-CMA-ES does.
+
+CMA-ES is told the true value of every evaluated point and the model's mean
+only where no true value exists; a failed point (NaN or infinite) counts as
+its generation's worst. The model's optimum (the regression's stationary
+point) is injected into the next population, as lq-CMA-ES does. When CMA-ES
+stops, it restarts from a uniform point with twice the population (IPOP) and a
+new regression; the GP keeps every observation.
+
+Checkpoints are data only: the run's record of asks and tells, replayed on
+load (every draw comes from the optimizer's own generator, so a replay is
+exact and is checked to be).
+
+Example:
+    >>> from botorch.test_functions import Levy
+    >>> f = Levy(dim=20, negate=True)
+    >>> optimizer = SurrogateCMAES(f.bounds, q=1, seed=0)
+    >>> for _ in range(500):
+    ...     X = optimizer.ask()
+    ...     optimizer.tell(X, f(X))
+    >>> optimizer.best()
+
+References:
+
+.. [Hansen2019global]
+    N. Hansen. A global surrogate assisted CMA-ES. GECCO 2019.
+.. [Bajer2019gaussian]
+    L. Bajer, Z. Pitra, J. Repicky, M. Holena. Gaussian process surrogate
+    models for the CMA evolution strategy. Evolutionary Computation 27(4), 2019.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import time
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import torch
+from botorch.exceptions.errors import InputDataError, UnsupportedError
+from botorch.utils.transforms import normalize, unnormalize
+from scipy.stats import kendalltau
+from torch import Tensor
+
+from botorch_sketch.bo.ask_tell import AskRecord, best_observation
+from botorch_sketch.bo.checkpoint import CheckpointError, load_checkpoint
+from botorch_sketch.bo.checkpoint import save_checkpoint as _save
+from botorch_sketch.bo.thompson import check_region
+from botorch_sketch.bo.whitened_gp import (
+    WhitenedResidualGP,
+    search_metric,
+    trend_values,
+)
+from botorch_sketch.checks import checked_count, checked_real
+
+if TYPE_CHECKING:
+    import cma
+
+#: A told point matches an asked one within this distance (unit cube, max-norm).
+MATCH_TOLERANCE = 1e-4
+#: Points (in millions of coordinates) one population may hold.
+MAX_POPULATION_ENTRIES = 50
+
+
+class SurrogateCMAES:
+    r"""Ask/tell CMA-ES whose populations a surrogate mostly evaluates (maximises)."""
+
+    def __init__(
+        self,
+        bounds: Tensor,
+        q: int = 1,
+        residual: bool = True,
+        kappa: float = 0.0,
+        local_size: int | None = None,
+        population_factor: int = 4,
+        tau_threshold: float = 0.85,
+        sigma0: float = 0.2,
+        inject: bool = True,
+        seed: int = 0,
+    ) -> None:
+        r"""Start the search distribution at the box's centre.
+
+        Args:
+            bounds: A ``2 x d`` tensor of the search box (finite, lower < upper).
+            q: Points per batch (1 for sequential use).
+            residual: Model the regression's residuals by the local GP; False
+                is lq-CMA-ES's regression alone.
+            kappa: Evaluate the points of lowest ``mean - kappa * sd`` (of the
+                minimised values) first; 0 orders by the mean, as lq-CMA-ES.
+            local_size: Observations nearest the mean that the GP keeps
+                (default ``10 d`` within ``[50, 300]``).
+            population_factor: With ``q > 1``, the population is
+                ``max(default, population_factor * q)``.
+            tau_threshold: The Kendall tau at which a population's model
+                values are trusted.
+            sigma0: CMA-ES's initial step size, in the unit cube.
+            inject: Inject the regression's optimum into each population.
+            seed: Seeds every draw.
+        """
+        check_region(bounds, "bounds")
+        if not bool((bounds[1] > bounds[0]).all()):
+            raise InputDataError(f"bounds must have lower < upper; got {bounds}.")
+        self.bounds = bounds.to(torch.double)
+        self.dim = self.bounds.shape[-1]
+        if self.dim < 2:
+            raise UnsupportedError(
+                "SurrogateCMAES needs at least 2 inputs (CMA-ES's own limit)."
+            )
+        self.q = checked_count(q, "q")
+        self.num_initial = self.q
+        if not isinstance(residual, bool) or not isinstance(inject, bool):
+            raise InputDataError("residual and inject must be True or False.")
+        self.residual, self.inject = residual, inject
+        self.kappa = checked_real(kappa, "kappa")
+        if self.kappa < 0:
+            raise InputDataError(f"kappa must be at least 0; got {kappa}.")
+        if local_size is None:
+            local_size = min(300, max(50, 10 * self.dim))
+        self.local_size = checked_count(local_size, "local_size", minimum=3)
+        self.population_factor = checked_count(population_factor, "population_factor")
+        self.tau_threshold = checked_real(tau_threshold, "tau_threshold")
+        self.sigma0 = checked_real(sigma0, "sigma0", positive=True)
+        self.seed = checked_count(seed, "seed", minimum=0)
+        default = 4 + int(3 * math.log(self.dim))
+        self.popsize = default if self.q == 1 else max(default, population_factor * q)
+        if self.popsize * self.dim > MAX_POPULATION_ENTRIES * 10**6:
+            raise InputDataError(
+                f"q = {q} makes populations of {self.popsize} points in {self.dim} "
+                f"dimensions ({self.popsize * self.dim:.3g} coordinates, more than "
+                f"{MAX_POPULATION_ENTRIES} million): use a smaller q or "
+                "population_factor."
+            )
+        self._rng = np.random.default_rng(self.seed)
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(self.seed)
+            self._torch_state = torch.get_rng_state()
+        self.restarts = 0
+        self._scale: float | None = None
+        self._start(np.full(self.dim, 0.5))
+        self.train_X = self.bounds.new_zeros(0, self.dim)  # unit cube, finite only
+        self.train_Y = self.bounds.new_zeros(0, 1)
+        self._generation: dict[str, Any] | None = None
+        #: Kendall's tau at the end of each finished population.
+        self.rank_correlation: list[float] = []
+        #: The share of each finished population that was truly evaluated.
+        self.evaluated_share: list[float] = []
+        self.last_ask = AskRecord()
+        self._log: list[tuple[str, Any]] = []
+
+    # ----------------------------------------------------------- streams
+
+    @contextlib.contextmanager
+    def random_state(self) -> Iterator[None]:
+        r"""Swap the optimizer's torch random state in for torch's global one."""
+        with torch.random.fork_rng(devices=[]):
+            torch.set_rng_state(self._torch_state)
+            try:
+                yield
+            finally:
+                self._torch_state = torch.get_rng_state()
+
+    def _start(self, x0: np.ndarray) -> None:
+        import cma  # a second to import: only when a search starts
+        from cma.fitness_models import LQModel
+
+        options = {
+            "popsize": self.popsize,
+            "bounds": [0, 1],
+            "seed": math.nan,  # no reseeding of NumPy's global generator
+            "randn": lambda *shape: self._rng.standard_normal(shape),
+            "verbose": -9,
+        }
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            self.es: cma.CMAEvolutionStrategy = cma.CMAEvolutionStrategy(
+                x0, self.sigma0, options
+            )
+        self.trend = LQModel()
+        # lq-CMA-ES's archive holds at least a population (SurrogatePopulation).
+        self.trend.settings.max_absolute_size = self.popsize
+
+    # --------------------------------------------------------------- views
+
+    @property
+    def region_length(self) -> float:
+        r"""CMA-ES's step size (in the unit cube)."""
+        return float(self.es.sigma)
+
+    @property
+    def pending(self) -> int:
+        r"""Points asked and not told."""
+        g = self._generation
+        return 0 if g is None else int((g["state"] == 1).sum())
+
+    def best(self) -> tuple[Tensor, float]:
+        r"""The best finite observation so far and its point (in bounds).
+
+        Returns:
+            A ``d`` tensor and the value (``-inf`` and NaNs before any).
+        """
+        return best_observation(self.train_X, self.train_Y, self.bounds)
+
+    # ----------------------------------------------------------------- ask
+
+    def ask(self, n: int | None = None) -> Tensor:
+        r"""The next points to evaluate: at most ``n`` (default ``q``).
+
+        Fewer come back when the population's current increment has fewer
+        left; none are asked while an increment's results are outstanding.
+
+        Args:
+            n: How many points at most (at most ``q``).
+
+        Returns:
+            A ``b x d`` tensor in ``bounds``, ``1 <= b <= n``.
+        """
+        n = self.q if n is None else checked_count(n, "n")
+        if n > self.q:
+            raise InputDataError(f"n ({n}) must be at most q ({self.q}).")
+        start = time.process_time()
+        record = AskRecord(train_size=self.train_X.shape[0])
+        if self._generation is None:
+            with self.random_state():
+                self._open()
+            record.refitted = True
+        g = self._generation
+        left = g["target"] - int((g["state"] > 0).sum())
+        if left <= 0:
+            raise UnsupportedError(
+                f"{self.pending} asked points are not told: this population's "
+                "next points depend on their values."
+            )
+        fitted = time.process_time()
+        free = torch.nonzero(g["state"] == 0).squeeze(-1)
+        score = g["mean"][free] - self.kappa * g["sd"][free]
+        take = free[score.argsort()[: min(n, left)]]
+        g["state"][take] = 1
+        done = time.process_time()
+        record.model_seconds = fitted - start
+        record.batch_seconds = done - fitted
+        record.inducing_size = 0 if g["model"] is None else len(g["model"].index)
+        record.distinct_argmaxes = len(take)
+        self.last_ask = record
+        self._log.append(("ask", n))
+        return unnormalize(g["X"][take], self.bounds)
+
+    def _open(self) -> None:
+        # A new population: draw it, fit the model, set the first increment.
+        X = torch.as_tensor(np.asarray(self.es.ask()), dtype=torch.double)
+        X = X.clamp(0.0, 1.0)
+        size = X.shape[0]
+        first = 1 + max(
+            size * 0.02, 3 / self.trend.settings.truncation_ratio - self.trend.size
+        )
+        self._generation = {
+            "X": X,
+            "state": torch.zeros(size, dtype=torch.long),  # 0 free, 1 out, 2 told
+            "F": torch.full((size,), math.nan, dtype=torch.double),
+            "target": self._rounded(int(first)),
+            "hyperparameters": None,
+            "model": None,
+        }
+        self._refresh()
+
+    def _rounded(self, target: int) -> int:
+        # Whole batches, at most the population.
+        size = self._generation["X"].shape[0] if self._generation else self.popsize
+        return min(size, self.q * math.ceil(target / self.q))
+
+    def _refresh(self) -> None:
+        # Refit the model on the data so far; predict the population.
+        g = self._generation
+        model = None
+        X = g["X"]
+        if self.residual and self.train_X.shape[0] >= 3:
+            mean, root = search_metric(self.es)
+            model = WhitenedResidualGP(
+                self.trend,
+                self.train_X,
+                -self.train_Y.squeeze(-1),
+                mean,
+                root,
+                local_size=self.local_size,
+                hyperparameters=g["hyperparameters"],
+            )
+            g["hyperparameters"] = model.hyperparameters
+            g["mean"], g["sd"] = model.predict(X)
+        else:
+            g["mean"], g["sd"] = trend_values(self.trend, X), torch.zeros(len(X))
+        g["model"] = model
+
+    # ---------------------------------------------------------------- tell
+
+    def tell(self, X: Tensor, Y: Tensor) -> None:
+        r"""Results for asked points, in any order and parts.
+
+        Args:
+            X: A ``b x d`` tensor of asked points (within ``1e-4`` of the box's
+                width of what :meth:`ask` returned; float32 copies match).
+            Y: A ``b`` or ``b x 1`` tensor of observations; NaN or infinity
+                marks a failure.
+        """
+        if not isinstance(X, Tensor) or X.dim() != 2 or X.shape[-1] != self.dim:
+            raise InputDataError(
+                f"X must be a b x {self.dim} tensor of asked points; got "
+                f"{tuple(X.shape) if isinstance(X, Tensor) else type(X).__name__}."
+            )
+        b = X.shape[0]
+        try:
+            Y = torch.as_tensor(Y, dtype=torch.double).cpu()
+        except (TypeError, ValueError, RuntimeError) as e:
+            raise InputDataError(f"Y must be numbers; got {Y!r}.") from e
+        if Y.numel() != b or not (Y.dim() <= 1 or Y.shape == (b, 1)):
+            raise InputDataError(
+                f"Y has shape {tuple(Y.shape)} for {b} points; expected ({b},) or "
+                f"({b}, 1)."
+            )
+        g = self._generation
+        if g is None:
+            raise InputDataError("No points are asked: call ask first.")
+        unit = normalize(X.detach().to(self.bounds), self.bounds).cpu()
+        out = torch.nonzero(g["state"] == 1).squeeze(-1)
+        distance = (unit[:, None, :] - g["X"][out][None]).abs().amax(-1)  # b x out
+        nearest = distance.argmin(-1) if out.numel() else None
+        if nearest is None or bool((distance.min(-1).values > MATCH_TOLERANCE).any()):
+            raise InputDataError(
+                "SurrogateCMAES is told asked points, each once; a point of X was "
+                "not asked, or was told already."
+            )
+        rows = out[nearest]
+        if rows.unique().numel() < b:
+            raise InputDataError("X holds the same asked point twice.")
+        self._log.append(("tell", (X.detach().cpu().clone(), Y.clone())))
+        y = Y.reshape(-1)
+        finite = torch.isfinite(y)
+        g["state"][rows] = 2
+        g["F"][rows] = torch.where(finite, -y, math.nan)
+        points = g["X"][rows[finite]]
+        self.train_X = torch.cat([self.train_X, points])
+        self.train_Y = torch.cat([self.train_Y, y[finite].reshape(-1, 1)])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # "x value already in Model"
+            for x, f in zip(points.numpy(), (-y[finite]).tolist(), strict=True):
+                self.trend.add_data_row(x, f)
+        if self.pending == 0 and int((g["state"] == 2).sum()) >= g["target"]:
+            with self.random_state():
+                self._increment()
+
+    def _increment(self) -> None:
+        # An increment is back: refit, check the ranking, go on or finish.
+        g = self._generation
+        told = int((g["state"] == 2).sum())
+        self.trend.sort(told)
+        self._refresh()
+        size = g["X"].shape[0]
+        tau = self._tau(max(15, min(int(1.2 * told), int(0.75 * size))))
+        if tau >= self.tau_threshold or told >= size:
+            self._finish(tau, told / size)
+        else:
+            g["target"] = self._rounded(told + math.ceil(told / 2))
+
+    def _tau(self, number: int) -> float:
+        # Kendall's tau between the recent observations and the model's
+        # held-out (GP) or in-sample (regression) predictions of them.
+        n = self.train_X.shape[0]
+        number = min(number, n)
+        if number < 3:
+            return 0.0
+        X = self.train_X[n - number :]
+        F = -self.train_Y[n - number :, 0]
+        model = self._generation["model"]
+        if model is None:
+            predicted = trend_values(self.trend, X)
+        else:
+            predicted = model.loo_means(X, torch.arange(n - number, n))
+        tau = kendalltau(predicted.numpy(), F.numpy()).statistic
+        return float(tau) if math.isfinite(tau) else 0.0
+
+    def _finish(self, tau: float, share: float) -> None:
+        # Tell CMA-ES the population: true values where evaluated, the model's
+        # means elsewhere, failures as the worst.
+        g = self._generation
+        self._generation = None
+        self.rank_correlation.append(tau)
+        self.evaluated_share.append(share)
+        F = torch.where(g["state"] == 2, g["F"], g["mean"])
+        finite = torch.isfinite(F)
+        if not bool(finite.any()):
+            return  # nothing to learn from: the next population is drawn afresh
+        F = torch.where(finite, F, F[finite].max())
+        if self._scale is None:
+            # CMA-ES's stopping rules use absolute tolerances: values in the
+            # first population's units make the run the same whatever the
+            # objective's.
+            true = g["F"][torch.isfinite(g["F"])]
+            spread = float(true.std()) if true.numel() > 1 else 0.0
+            level = float(true.abs().max()) if true.numel() else 0.0
+            self._scale = spread if spread > 0 else (level if level > 0 else 1.0)
+        self.es.tell(list(g["X"].numpy()), (F / self._scale).tolist())
+        self.trend.adapt_max_relative_size(tau)
+        if self.inject and self.trend.types:
+            xopt = np.asarray(self.trend.xopt, dtype=float)
+            if np.isfinite(xopt).all():
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    self.es.inject([np.clip(xopt, 0.0, 1.0)])
+        if self.es.stop():
+            self.restarts += 1
+            self.popsize *= 2
+            self._start(self._rng.uniform(size=self.dim))
+
+    # ------------------------------------------------------- checkpoints
+
+    def config(self) -> dict[str, Any]:
+        r"""The settings a checkpoint must share with the optimizer resuming it."""
+        return {
+            "bounds": self.bounds.cpu().tolist(),
+            "q": self.q,
+            "residual": self.residual,
+            "kappa": self.kappa,
+            "local_size": self.local_size,
+            "population_factor": self.population_factor,
+            "tau_threshold": self.tau_threshold,
+            "sigma0": self.sigma0,
+            "inject": self.inject,
+            "seed": self.seed,
+        }
+
+    def save(self, path: str | Path) -> None:
+        r"""Write a data-only checkpoint: the settings and the record of asks and tells.
+
+        Args:
+            path: The checkpoint's file (written atomically).
+        """
+        _save(
+            {
+                "kind": "SurrogateCMAES",
+                "config": self.config(),
+                "log": [[k, v] if k == "ask" else [k, list(v)] for k, v in self._log],
+            },
+            path,
+        )
+
+    @classmethod
+    def load(cls, path: str | Path) -> SurrogateCMAES:
+        r"""Rebuild an optimizer from :meth:`save`'s checkpoint by replaying it.
+
+        Args:
+            path: The checkpoint's file.
+
+        Returns:
+            The optimizer as it was when saved (pending points stay pending).
+        """
+        state = load_checkpoint(path)
+        if not isinstance(state, dict) or state.get("kind") != "SurrogateCMAES":
+            raise CheckpointError(f"{path} is not a SurrogateCMAES checkpoint.")
+        config = dict(state["config"])
+        config["bounds"] = torch.tensor(config["bounds"], dtype=torch.double)
+        try:
+            optimizer = cls(**config)
+            for kind, value in state["log"]:
+                if kind == "ask":
+                    optimizer.ask(int(value))
+                elif kind == "tell":
+                    X, Y = value
+                    optimizer.tell(X, Y)
+                else:
+                    raise CheckpointError(f"unknown record {kind!r}")
+        except (InputDataError, UnsupportedError, TypeError, ValueError) as e:
+            raise CheckpointError(
+                f"{path} does not replay: {type(e).__name__}: {e}"
+            ) from e
+        return optimizer

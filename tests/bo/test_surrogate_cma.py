@@ -1,0 +1,203 @@
+import math
+import warnings
+
+import pytest
+import torch
+from botorch.exceptions.errors import InputDataError, UnsupportedError
+
+from botorch_sketch.bo import SurrogateCMAES, run_large_batch
+from botorch_sketch.bo.checkpoint import CheckpointError
+
+pytestmark = pytest.mark.cpu_only  # cma's draws are NumPy arrays
+
+
+def _box(d, low=0.0, high=1.0):
+    return torch.tensor([[low] * d, [high] * d], dtype=torch.double)
+
+
+def _bowl(X):
+    # A rotated ellipsoid (maximised) with its top at 0.3 in every coordinate.
+    d = X.shape[-1]
+    Q = torch.linalg.qr(
+        torch.randn(d, d, generator=torch.Generator().manual_seed(9), dtype=X.dtype)
+    ).Q
+    scales = torch.logspace(0, 3, d, dtype=X.dtype)
+    return -(((X - 0.3) @ Q) ** 2 * scales).sum(-1)
+
+
+def _run(optimizer, f, evaluations):
+    told = 0
+    while told < evaluations:
+        X = optimizer.ask()
+        optimizer.tell(X, f(X))
+        told += X.shape[0]
+    return optimizer
+
+
+@pytest.mark.parametrize("residual", [True, False])
+def test_sequential_use_reaches_the_top_of_a_rotated_ellipsoid(residual):
+    optimizer = _run(
+        SurrogateCMAES(_box(4), q=1, residual=residual, seed=0), _bowl, 400
+    )
+    x, value = optimizer.best()
+    assert value > -1e-6
+    assert torch.allclose(x, torch.full((4,), 0.3, dtype=torch.double), atol=1e-3)
+    # Most populations were mostly the model's: fewer evaluations than draws.
+    assert sum(optimizer.evaluated_share) / len(optimizer.evaluated_share) < 0.6
+
+
+def test_cma_es_is_told_true_values_where_evaluated_and_model_values_elsewhere():
+    optimizer = SurrogateCMAES(_box(3), q=1, seed=1)
+    told = []
+
+    def spy(es):
+        tell = es.tell
+
+        def recorded(X, F):
+            told.append(torch.as_tensor(F, dtype=torch.double))
+            tell(X, F)
+
+        es.tell = recorded
+
+    spy(optimizer.es)
+    checked, partial = 0, 0
+    while checked < 8:
+        X = optimizer.ask()
+        g, es = optimizer._generation, optimizer.es
+        optimizer.tell(X, _bowl(X))
+        if optimizer._generation is None:  # the population was told to CMA-ES
+            values = told[-1] * optimizer._scale
+            evaluated = g["state"] == 2
+            assert torch.allclose(values[evaluated], -_bowl(g["X"][evaluated]))
+            assert torch.allclose(values[~evaluated], g["mean"][~evaluated])
+            checked += 1
+            partial += int(bool((~evaluated).any()))
+            if optimizer.es is not es:  # a restart
+                spy(optimizer.es)
+    assert partial > 0  # some populations were partly the model's
+
+
+@pytest.mark.parametrize("q", [1, 2, 7, 100, 1000])
+def test_every_q_runs_through_ask_and_tell_and_resumes_from_a_checkpoint(q, tmp_path):
+    d = 3
+    optimizer = SurrogateCMAES(_box(d, -2.0, 3.0), q=q, seed=3)
+    for _ in range(3):
+        X = optimizer.ask()
+        assert 1 <= X.shape[0] <= q
+        assert bool(((X >= -2.0) & (X <= 3.0)).all())
+        optimizer.tell(X, _bowl(X))
+    X = optimizer.ask()
+    half = max(1, X.shape[0] // 2)
+    optimizer.tell(X[:half], _bowl(X[:half]))  # the rest stays pending
+    optimizer.save(tmp_path / "run.pt")
+    resumed = SurrogateCMAES.load(tmp_path / "run.pt")
+    assert resumed.pending == optimizer.pending == X.shape[0] - half
+    assert torch.equal(resumed.train_X, optimizer.train_X)
+    for opt in (optimizer, resumed):
+        if X.shape[0] > half:
+            opt.tell(X[half:], _bowl(X[half:]))
+    for _ in range(2):
+        A, B = optimizer.ask(), resumed.ask()
+        assert torch.equal(A, B)
+        optimizer.tell(A, _bowl(A))
+        resumed.tell(B, _bowl(B))
+    assert optimizer.best()[1] == resumed.best()[1]
+
+
+def test_float32_copies_of_asked_points_are_matched():
+    optimizer = SurrogateCMAES(_box(3, -5.0, 5.0), q=4, seed=0)
+    X = optimizer.ask()
+    optimizer.tell(X.float(), _bowl(X))
+    assert optimizer.pending == 0
+    assert optimizer.train_X.shape[0] == 4
+
+
+def test_unasked_or_repeated_points_are_refused():
+    optimizer = SurrogateCMAES(_box(3), q=4, seed=0)
+    X = optimizer.ask()
+    with pytest.raises(InputDataError, match="not asked"):
+        optimizer.tell(X + 0.1, _bowl(X))
+    with pytest.raises(InputDataError, match="twice"):
+        optimizer.tell(torch.cat([X[:1], X[:1]]), _bowl(X[:2]))
+    optimizer.tell(X[:1], _bowl(X[:1]))
+    with pytest.raises(InputDataError, match="not asked"):
+        optimizer.tell(X[:1], _bowl(X[:1]))
+    with pytest.raises(InputDataError, match="numbers"):
+        optimizer.tell(X[1:2], ["a"])
+
+
+def test_asking_past_the_outstanding_increment_is_refused():
+    optimizer = SurrogateCMAES(_box(3), q=1, seed=0)
+    optimizer.ask()
+    target = optimizer._generation["target"]  # lq-CMA-ES's first increment
+    assert target > 1
+    for _ in range(target - 1):
+        optimizer.ask()
+    with pytest.raises(UnsupportedError, match="not told"):
+        optimizer.ask()
+    assert optimizer.pending == target
+
+
+def test_failed_points_are_not_modelled_and_rank_last():
+    optimizer = SurrogateCMAES(_box(3), q=5, seed=0)
+    X = optimizer.ask()
+    y = _bowl(X)
+    y[0] = math.nan
+    optimizer.tell(X, y)
+    assert optimizer.train_X.shape[0] == X.shape[0] - 1
+    assert torch.isfinite(optimizer.train_Y).all()
+
+
+def test_huge_populations_are_refused_with_their_size():
+    with pytest.raises(InputDataError, match="million"):
+        SurrogateCMAES(_box(10), q=10**8)
+
+
+def test_a_tampered_checkpoint_is_refused(tmp_path):
+    optimizer = SurrogateCMAES(_box(3), q=2, seed=0)
+    X = optimizer.ask()
+    optimizer.tell(X, _bowl(X))
+    optimizer.save(tmp_path / "run.pt")
+    from botorch_sketch.bo.checkpoint import load_checkpoint, save_checkpoint
+
+    state = load_checkpoint(tmp_path / "run.pt")
+    state["log"][1][1][0] = state["log"][1][1][0] + 0.25  # a point never asked
+    save_checkpoint(state, tmp_path / "bad.pt")
+    with pytest.raises(CheckpointError, match="does not replay"):
+        SurrogateCMAES.load(tmp_path / "bad.pt")
+
+
+def test_the_streams_are_the_optimizers_own():
+    torch.manual_seed(0)
+    before = torch.get_rng_state()
+    a = _run(SurrogateCMAES(_box(3), q=3, seed=5), _bowl, 30)
+    assert torch.equal(torch.get_rng_state(), before)
+    b = _run(SurrogateCMAES(_box(3), q=3, seed=5), _bowl, 30)
+    assert torch.equal(a.train_X, b.train_X)
+
+
+def test_run_large_batch_runs_the_surrogate_strategy_from_q_1():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        trace = run_large_batch(
+            _bowl,
+            _box(3),
+            evaluations=60,
+            q=1,
+            strategy="surrogate-cma",
+            progress=False,
+        )
+    assert len(trace.values) == 60 - 1  # the first point is the design
+    assert float(trace.best_value[-1]) > -0.1
+    with pytest.raises(InputDataError, match="surrogate does not apply"):
+        run_large_batch(
+            _bowl,
+            _box(3),
+            evaluations=10,
+            q=1,
+            strategy="surrogate-cma",
+            surrogate=lambda X, Y: None,
+            progress=False,
+        )
+    with pytest.raises(UnsupportedError, match="surrogate-cma"):
+        run_large_batch(_bowl, _box(3), evaluations=10, q=1, progress=False)
