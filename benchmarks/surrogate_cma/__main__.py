@@ -36,6 +36,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--methods", nargs="+", default=None)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument(
+        "--budget", type=int, default=None, help="evaluations (default: the setting's)"
+    )
+    parser.add_argument(
         "--out",
         type=Path,
         default=Path("benchmark-results/surrogate-cma"),
@@ -64,7 +67,7 @@ def main(argv: list[str] | None = None) -> None:
     print(f"{len(cells)} cells to run", flush=True)
     context = multiprocessing.get_context("spawn")
     with context.Pool(args.workers, maxtasksperchild=1) as pool:
-        jobs = [(str(args.out), args.setting, c) for c in cells]
+        jobs = [(str(args.out), args.setting, c, args.budget) for c in cells]
         for k, name in enumerate(pool.imap_unordered(run_and_write, jobs), 1):
             print(f"[{k}/{len(cells)}] {name}", flush=True)
 

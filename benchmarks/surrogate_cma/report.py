@@ -106,6 +106,8 @@ def _setting_section(setting: str, records: list[dict], docs: Path) -> list[str]
     for r in records:
         by[r["method"]][(r["function"], r["dim"], r["instance"])] = r
     methods = [m for m in NAMES if m in by]
+    if "gp" not in methods:
+        return []
     problems = sorted(set.intersection(*(set(by[m]) for m in methods)))
     if not problems:
         return []

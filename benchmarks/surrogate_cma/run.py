@@ -84,7 +84,7 @@ def record_points(budget: int) -> np.ndarray:
     r"""The evaluation counts a cell records (geometric, plus round numbers)."""
     grid = np.unique(np.geomspace(1, budget, 120).astype(int))
     extra = [c for c in (100, 300, 500, 1000, 2000, 3000, 5000, 10_000) if c <= budget]
-    return np.unique(np.concatenate([grid, extra, [budget]]))
+    return np.unique(np.concatenate([grid, extra, [budget]]).astype(int))
 
 
 def _ask_tell(problem: Problem, optimizer: Any, budget: int, q: int) -> list[float]:
@@ -261,11 +261,15 @@ def cell_path(out: Path, setting: str, cell: tuple) -> Path:
 
 
 def run_and_write(job: tuple) -> str:
-    r"""Run ``(out, setting, cell)`` (seeded by the instance) and write its record."""
-    out, setting, cell = job
+    r"""Run ``(out, setting, cell, budget)`` (seeded by the instance); write it.
+
+    ``budget`` None is the setting's.
+    """
+    out, setting, cell, budget = job
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     method, function, dim, instance = cell
-    q, budget, _ = SETTINGS[setting]
+    q, default, _ = SETTINGS[setting]
+    budget = default if budget is None else budget
     record = run_cell(method, function, dim, instance, q, budget, seed=instance)
     record["setting"] = setting
     path = cell_path(out, setting, cell)
