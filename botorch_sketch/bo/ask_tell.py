@@ -740,6 +740,57 @@ class LargeBatchOptimizer:
                 f"({type(e).__name__}: {e})."
             ) from e
 
+    def _check_fields(self, state: dict[str, Any]) -> None:
+        # Fields that loaded and failed later, or were refused by a message
+        # that did not name them: each refused here, by name.
+        def refuse(name: str, problem: str) -> None:
+            raise checkpoint.CheckpointError(
+                f"The checkpoint's {name} {problem}; the file is damaged or was edited."
+            )
+
+        n = state["train_X"].shape[0]
+        train_Y = state["train_Y"]
+        if not isinstance(train_Y, Tensor) or tuple(train_Y.shape) != (n, 1):
+            found = tuple(train_Y.shape) if isinstance(train_Y, Tensor) else train_Y
+            refuse("train_Y", f"is {found!r}, not a {n} x 1 tensor (train_X's rows)")
+        if not bool(torch.isfinite(train_Y).all()):
+            refuse("train_Y", "holds NaN or infinite values")
+        for name, expected in (
+            ("torch_state", torch.get_rng_state()),
+            ("generator_state", self.generator.get_state()),
+        ):
+            value = state[name]
+            if (
+                not isinstance(value, Tensor)
+                or value.dtype != expected.dtype
+                or value.shape != expected.shape
+            ):
+                found = tuple(value.shape) if isinstance(value, Tensor) else value
+                refuse(
+                    name,
+                    f"is {found!r}, not a random state ({expected.numel()} bytes)",
+                )
+        log = state["log"]
+        if not isinstance(log, Tensor) or log.dim() != 2:
+            refuse("log", "is not a 2-d tensor (one row per ask)")
+        if log.shape[-1] != len(LOG_COLUMNS):
+            refuse("log", f"has {log.shape[-1]} columns, not {len(LOG_COLUMNS)}")
+        asked = state["design_asked"]
+        if (
+            isinstance(asked, bool)
+            or not isinstance(asked, int)
+            or not 0 <= asked <= self.num_initial
+        ):
+            refuse(
+                "design_asked",
+                f"is {asked!r}, not a count of the design's {self.num_initial} points",
+            )
+        for i, s in enumerate(state["regions"]["states"]):
+            try:
+                TurboState(**s)
+            except (InputDataError, TypeError) as e:
+                refuse(f"trust region {i}", f"is invalid ({e})")
+
     def _load(self, state: dict[str, Any]) -> None:
         d = self.dim
         for name in ("train_X", "told_X", "pending_X", "pending_raw", "new_X"):
@@ -748,6 +799,7 @@ class LargeBatchOptimizer:
                 raise checkpoint.CheckpointError(
                     f"The checkpoint's {name} is not a n x {d} tensor."
                 )
+        self._check_fields(state)
         self.train_X, self.train_Y = state["train_X"], state["train_Y"]
         self.told_X, self.told_Y = state["told_X"], state["told_Y"]
         self._pending, self._by_key = {}, {}

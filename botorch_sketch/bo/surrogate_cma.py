@@ -71,11 +71,7 @@ from botorch_sketch.bo.ask_tell import AskRecord, best_observation
 from botorch_sketch.bo.checkpoint import CheckpointError, load_checkpoint
 from botorch_sketch.bo.checkpoint import save_checkpoint as _save
 from botorch_sketch.bo.thompson import check_region
-from botorch_sketch.bo.whitened_gp import (
-    WhitenedResidualGP,
-    search_metric,
-    trend_values,
-)
+from botorch_sketch.bo.whitened_gp import Trend, WhitenedResidualGP, search_metric
 from botorch_sketch.checks import checked_count, checked_real
 
 if TYPE_CHECKING:
@@ -298,9 +294,13 @@ class SurrogateCMAES:
         model = None
         X = g["X"]
         if self.residual and self.train_X.shape[0] >= 3:
+            # The regression is refitted once a population (the GP takes in
+            # each increment); lq-CMA-ES's refits at every one.
+            if "trend" not in g:
+                g["trend"] = Trend.of(self.trend)
             mean, root = search_metric(self.es)
             model = WhitenedResidualGP(
-                self.trend,
+                g["trend"],
                 self.train_X,
                 -self.train_Y.squeeze(-1),
                 mean,
@@ -311,7 +311,7 @@ class SurrogateCMAES:
             g["hyperparameters"] = model.hyperparameters
             g["mean"], g["sd"] = model.predict(X)
         else:
-            g["mean"], g["sd"] = trend_values(self.trend, X), torch.zeros(len(X))
+            g["mean"], g["sd"] = Trend.of(self.trend)(X), torch.zeros(len(X))
         g["model"] = model
 
     # ---------------------------------------------------------------- tell
@@ -395,7 +395,7 @@ class SurrogateCMAES:
         F = -self.train_Y[n - number :, 0]
         model = self._generation["model"]
         if model is None:
-            predicted = trend_values(self.trend, X)
+            predicted = Trend.of(self.trend)(X)
         else:
             predicted = model.loo_means(X, torch.arange(n - number, n))
         tau = kendalltau(predicted.numpy(), F.numpy()).statistic

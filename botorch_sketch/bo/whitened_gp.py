@@ -12,9 +12,9 @@ fits where CMA-ES samples, in CMA-ES's coordinates, as DTS-CMA-ES does
   Mahalanobis metric of ``sigma^2 C`` on ``x``;
 - its mean is lq-CMA-ES's linear-quadratic regression [Hansen2019global]_
   (``cma.fitness_models.LQModel``: linear, then diagonal, then full quadratic
-  as data permit, weighted by rank): with no residual left (an exact
-  quadratic) the GP is that regression, and the GP adds what the quadratic
-  misses;
+  as data permit, weighted by rank), held as a :class:`Trend` snapshot: with
+  no residual left (an exact quadratic) the GP is that regression, and the GP
+  adds what the quadratic misses;
 - the residuals are an exact GP (Matern-5/2 on ``u``) on the ``local_size``
   observations nearest the mean in that metric; its lengthscale (relative to
   ``sqrt(d)``, the distance of a draw from the mean) and nugget are chosen by
@@ -127,20 +127,30 @@ def lq_features(X: Tensor, types: list[str]) -> Tensor:
     return torch.cat(parts, dim=-1)
 
 
-def trend_values(trend: LQModel, X: Tensor) -> Tensor:
-    r"""``LQModel``'s predictions at the rows of ``X`` (0 before any data).
+class Trend:
+    r"""A snapshot of ``LQModel``'s regression: its coefficients and feature types.
 
-    Args:
-        trend: A ``cma.fitness_models.LQModel``.
-        X: A ``n x d`` tensor.
-
-    Returns:
-        A ``n`` tensor.
+    ``LQModel`` refits (a pseudo-inverse) whenever its data change; a snapshot
+    keeps one fit for as long as the caller wants it.
     """
-    if trend.count <= 0:
-        return X.new_zeros(X.shape[0])
-    coefficients = torch.as_tensor(np.asarray(trend.coefficients)).to(X)
-    return lq_features(X, trend.types) @ coefficients
+
+    def __init__(self, coefficients: Tensor | None, types: list[str]) -> None:
+        r"""Hold ``coefficients`` of :func:`lq_features` with ``types`` (None: 0)."""
+        self.coefficients, self.types = coefficients, list(types)
+
+    @classmethod
+    def of(cls, model: LQModel) -> Trend:
+        r"""The current fit of a ``cma.fitness_models.LQModel`` (0 before data)."""
+        if model.count <= 0:
+            return cls(None, [])
+        coefficients = np.array(model.coefficients, dtype=float)
+        return cls(torch.as_tensor(coefficients), model.types)
+
+    def __call__(self, X: Tensor) -> Tensor:
+        r"""The regression's values at the rows of a ``n x d`` ``X``: a ``n`` tensor."""
+        if self.coefficients is None:
+            return X.new_zeros(X.shape[0])
+        return lq_features(X, self.types) @ self.coefficients.to(X)
 
 
 def _unit_matern(X: Tensor) -> MaternKernel:
@@ -155,7 +165,7 @@ class WhitenedResidualGP:
 
     def __init__(
         self,
-        trend: LQModel,
+        trend: Trend,
         X: Tensor,
         Y: Tensor,
         mean: Tensor,
@@ -166,7 +176,7 @@ class WhitenedResidualGP:
         r"""Fit the residual GP on the observations nearest ``mean``.
 
         Args:
-            trend: The fitted ``LQModel`` (its data are the caller's).
+            trend: The regression (the GP's mean).
             X: A ``n x d`` tensor of observed points.
             Y: A ``n`` tensor of their (minimised) values.
             mean: The distribution's centre (:func:`search_metric`).
@@ -180,7 +190,7 @@ class WhitenedResidualGP:
         keep = U.square().sum(-1).argsort()[:local_size]
         self.index = keep
         self.U = U[keep]
-        residual = Y[keep] - trend_values(trend, X[keep])
+        residual = Y[keep] - trend(X[keep])
         self.scale = float(residual.square().mean().sqrt()) or 1.0
         self.residual = residual / self.scale
         d = X.shape[-1]
@@ -235,7 +245,7 @@ class WhitenedResidualGP:
         """
         U = whiten(X, self.mean, self.root)
         cross = self._correlation(U, self.U, self._lengthscale)  # b x n
-        mean = trend_values(self.trend, X) + self.scale * (cross @ self._alpha)
+        mean = self.trend(X) + self.scale * (cross @ self._alpha)
         v = torch.linalg.solve_triangular(self._cholesky, cross.T, upper=False)
         var = (1.0 - v.square().sum(0)).clamp_min(0.0) * self.signal
         return mean, self.scale * var.sqrt()
@@ -258,8 +268,12 @@ class WhitenedResidualGP:
         inside = where.any(-1)
         if bool(inside.any()):
             rows = where[inside].long().argmax(-1)
-            inverse_diagonal = torch.cholesky_inverse(self._cholesky).diagonal()
-            held_out = self.residual[rows] - self._alpha[rows] / inverse_diagonal[rows]
-            trend = trend_values(self.trend, X[inside])
-            mean[inside] = trend + self.scale * held_out
+            # The rows' diagonal entries of K^{-1}: |L^{-1} e_i|^2, O(n^2) each.
+            unit = torch.zeros(
+                len(self.index), len(rows), dtype=X.dtype, device=X.device
+            )
+            unit[rows, torch.arange(len(rows), device=X.device)] = 1.0
+            w = torch.linalg.solve_triangular(self._cholesky, unit, upper=False)
+            held_out = self.residual[rows] - self._alpha[rows] / w.square().sum(0)
+            mean[inside] = self.trend(X[inside]) + self.scale * held_out
         return mean

@@ -7,12 +7,12 @@ import torch
 from cma.fitness_models import LQModel
 
 from botorch_sketch.bo.whitened_gp import (
+    Trend,
     WhitenedResidualGP,
     _unit_matern,
     inverse_root,
     lq_features,
     search_metric,
-    trend_values,
     whiten,
 )
 
@@ -75,7 +75,7 @@ def test_lq_features_match_lqmodel():
     assert model.types == ["quadratic", "full"]
     X = torch.as_tensor(rng.uniform(size=(5, 3)))
     want = torch.as_tensor([model.eval(x) for x in X.numpy()])
-    assert torch.allclose(trend_values(model, X), want, atol=1e-12)
+    assert torch.allclose(Trend.of(model)(X), want, atol=1e-12)
     assert lq_features(X, []).shape == (5, 4)
     assert lq_features(X, ["quadratic"]).shape == (5, 7)
 
@@ -97,7 +97,12 @@ def test_with_a_quadratic_mean_an_exact_quadratic_is_fitted_to_round_off():
         trend.add_data_row(x, y)
     assert "full" in trend.types
     model = WhitenedResidualGP(
-        trend, X, Y, X.mean(0), torch.eye(d, dtype=torch.double) * 3, local_size=50
+        Trend.of(trend),
+        X,
+        Y,
+        X.mean(0),
+        torch.eye(d, dtype=torch.double) * 3,
+        local_size=50,
     )
     Xt = torch.rand(20, d, generator=g, dtype=torch.double)
     mean, sd = model.predict(Xt)
@@ -121,10 +126,10 @@ def test_the_residual_gp_adds_what_the_quadratic_misses():
         trend.add_data_row(x, y)
     assert trend.types == []
     root = torch.eye(d, dtype=torch.double) * 4
-    model = WhitenedResidualGP(trend, X, Y, X.mean(0), root, local_size=40)
+    model = WhitenedResidualGP(Trend.of(trend), X, Y, X.mean(0), root, local_size=40)
     Xt = torch.rand(30, d, generator=g, dtype=torch.double)
     gp_error = (model.predict(Xt)[0] - f(Xt)).abs().mean()
-    trend_error = (trend_values(trend, Xt) - f(Xt)).abs().mean()
+    trend_error = (Trend.of(trend)(Xt) - f(Xt)).abs().mean()
     assert gp_error < 0.3 * trend_error
 
 
@@ -138,12 +143,12 @@ def test_leave_one_out_means_are_the_refitted_gps():
     for x, y in zip(X.numpy(), Y.tolist(), strict=True):
         trend.add_data_row(x, y)
     root = torch.eye(d, dtype=torch.double) * 2
-    model = WhitenedResidualGP(trend, X, Y, X.mean(0), root, local_size=30)
+    model = WhitenedResidualGP(Trend.of(trend), X, Y, X.mean(0), root, local_size=30)
     loo = model.loo_means(X[:5], torch.arange(5))
     for i in range(5):
         keep = torch.arange(30) != i
         refit = WhitenedResidualGP(
-            trend,
+            Trend.of(trend),
             X[keep],
             Y[keep],
             X.mean(0),
@@ -154,7 +159,7 @@ def test_leave_one_out_means_are_the_refitted_gps():
         # The residuals' scale is refitted too: compare in the same units.
         refit.scale, refit.residual = (
             model.scale,
-            (Y[keep][refit.index] - trend_values(trend, X[keep][refit.index]))
+            (Y[keep][refit.index] - Trend.of(trend)(X[keep][refit.index]))
             / model.scale,
         )
         refit._alpha = torch.cholesky_solve(
