@@ -33,6 +33,11 @@ FORMAT = "botorch_sketch.LargeBatchOptimizer"
 VERSION = 1
 
 
+#: What ``torch.load`` raises on a file that is not a whole data-only checkpoint
+#: (an ``OSError`` while parsing: a truncated one).
+_UNREADABLE = (pickle.UnpicklingError, RuntimeError, EOFError, ValueError, OSError)
+
+
 class CheckpointError(InputDataError):
     r"""A checkpoint that is not this optimizer's, or not of this version."""
 
@@ -73,15 +78,14 @@ def load_checkpoint(path: str | Path) -> dict[str, Any]:
     Returns:
         The state dict.
     """
-    try:
-        payload = torch.load(path, weights_only=True, map_location="cpu")
-    except FileNotFoundError:
-        raise
-    except (pickle.UnpicklingError, RuntimeError, EOFError, ValueError) as e:
-        raise CheckpointError(
-            f"{path} is not a data-only checkpoint of {FORMAT} ({type(e).__name__}: "
-            f"{str(e).splitlines()[0] if str(e) else ''})."
-        ) from e
+    # Opened here, so that a missing or unreadable file raises as opening it
+    # does; an ``OSError`` while parsing is the file's contents (a truncated
+    # checkpoint gave "[Errno 22] Invalid argument").
+    with open(path, "rb") as f:
+        try:
+            payload = torch.load(f, weights_only=True, map_location="cpu")
+        except _UNREADABLE as e:
+            raise _unreadable(path, e) from e
     if not isinstance(payload, dict) or payload.get("format") != FORMAT:
         found = payload.get("format") if isinstance(payload, dict) else None
         raise CheckpointError(
@@ -98,6 +102,14 @@ def load_checkpoint(path: str | Path) -> dict[str, Any]:
     return state
 
 
+def _unreadable(path: str | Path, e: BaseException) -> CheckpointError:
+    first = str(e).splitlines()[0] if str(e) else ""
+    return CheckpointError(
+        f"{path} is not a data-only checkpoint of {FORMAT}, or is truncated "
+        f"({type(e).__name__}: {first})."
+    )
+
+
 def check_config(saved: Any, current: dict[str, Any]) -> None:
     r"""Refuse a saved configuration that differs from the resuming optimizer's.
 
@@ -107,7 +119,15 @@ def check_config(saved: Any, current: dict[str, Any]) -> None:
     """
     if not isinstance(saved, dict):
         raise CheckpointError("The checkpoint holds no optimizer settings.")
-    if saved.get("dim") != current["dim"]:
+    dim = saved.get("dim")
+    if isinstance(dim, bool) or not isinstance(dim, int):
+        # A string "2" read as "a 2-dimensional problem; this optimizer's is
+        # 2-dimensional".
+        raise CheckpointError(
+            f"The checkpoint's dim is {dim!r} ({type(dim).__name__}), not a "
+            "number of inputs: the file is damaged or was edited."
+        )
+    if dim != current["dim"]:
         raise CheckpointError(
             f"The checkpoint is of a {saved.get('dim')}-dimensional problem; this "
             f"optimizer's is {current['dim']}-dimensional."

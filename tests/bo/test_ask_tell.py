@@ -18,6 +18,7 @@ from botorch_sketch.bo import (
     trace_from_checkpoint,
 )
 from botorch_sketch.bo import ask_tell as ask_tell_module
+from botorch_sketch.bo.ask_tell import LOG_COLUMNS
 from botorch_sketch.bo.checkpoint import (
     VERSION,
     CheckpointError,
@@ -433,3 +434,64 @@ def test_the_candidate_count_grows_with_large_batches(monkeypatch):
         strategy="regions",
     )  # fmt: skip
     assert seen == [1500]
+
+
+@pytest.fixture(scope="module")
+def _saved(tmp_path_factory):
+    # A checkpoint with a model-made batch: a log row and trust regions.
+    path = tmp_path_factory.mktemp("saved") / "run.pt"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        optimizer = _optimizer()
+        X = optimizer.ask(6)
+        optimizer.tell(X, _f(X))
+        optimizer.ask(4)
+    optimizer.save(path)
+    return path
+
+
+def test_a_truncated_checkpoint_is_a_checkpoint_error(_saved, tmp_path):
+    data = _saved.read_bytes()
+    for size in (len(data) // 3, len(data) // 2, len(data) - 10):
+        cut = tmp_path / f"cut-{size}.pt"
+        cut.write_bytes(data[:size])
+        # A raw OSError ("[Errno 22] Invalid argument") before.
+        with pytest.raises(CheckpointError, match="truncated"):
+            load_checkpoint(cut)
+    with pytest.raises(FileNotFoundError):
+        load_checkpoint(tmp_path / "missing.pt")
+
+
+_THREE_BYTES = torch.zeros(3, dtype=torch.uint8)
+
+
+def _nan_length(state):
+    state["regions"]["states"][0]["length"] = math.nan
+
+
+@pytest.mark.parametrize(
+    "edit, match",
+    [
+        # Refused by IncrementalGP as "trained on 12 rows; 12 were given".
+        (lambda s: s.update(train_Y=s["train_Y"][:-2]), "train_Y is \\(4, 1\\)"),
+        # A raw RuntimeError of torch's.
+        (lambda s: s.update(torch_state=_THREE_BYTES), "torch_state is \\(3,\\)"),
+        (lambda s: s.update(generator_state=_THREE_BYTES), "generator_state"),
+        # Loaded; the next ask's log row failed.
+        (lambda s: s.update(log=torch.zeros(len(LOG_COLUMNS)).double()), "log"),
+        # Loaded; the next ask tried to allocate 8 TB.
+        (lambda s: s.update(design_asked=10**9), "design_asked is 1000000000"),
+        # TurboState's own InputDataError, naming no field of the checkpoint.
+        (_nan_length, "trust region 0 .*length"),
+        # "a 2-dimensional problem; this optimizer's is 2-dimensional".
+        (lambda s: s["config"].update(dim=str(D)), "dim is '3'"),
+    ],
+    ids=["short-train_Y", "torch_state", "generator_state", "1-d-log",
+         "design_asked", "nan-length", "string-dim"],
+)  # fmt: skip
+def test_tampered_fields_are_refused_at_load_by_name(_saved, tmp_path, edit, match):
+    payload = torch.load(_saved, weights_only=True)
+    edit(payload["state"])
+    torch.save(payload, tmp_path / "tampered.pt")
+    with pytest.raises(CheckpointError, match=match):
+        LargeBatchOptimizer.load(tmp_path / "tampered.pt", BOUNDS, **_settings())
