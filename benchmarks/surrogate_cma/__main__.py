@@ -5,6 +5,7 @@ cells already written are skipped), then regenerate the report whole::
 
     python -m benchmarks.surrogate_cma run --setting q1 --dims 20 --instances 2 3
     python -m benchmarks.surrogate_cma run --setting q100 --dims 20 --instances 2 3
+    python -m benchmarks.surrogate_cma run --setting high --instances 2 3
     python -m benchmarks.surrogate_cma report
 
 ``--functions`` narrows the 24 ``bbob`` functions, ``--workers`` sets the
@@ -19,7 +20,7 @@ import multiprocessing
 import sys
 from pathlib import Path
 
-from benchmarks.surrogate_cma.run import SETTINGS, cell_path, run_and_write
+from benchmarks.surrogate_cma.run import HIGH, SETTINGS, cell_path, run_and_write
 
 #: The cost order of the methods (the dearest first, for the pool's balance).
 COST = ("lq-cma-es", "gp", "gp-lcb", "lq", "turbo-enn", "screened", "cma-es")
@@ -55,11 +56,13 @@ def main(argv: list[str] | None = None) -> None:
         return
     args.out.mkdir(parents=True, exist_ok=True)
     methods = args.methods or SETTINGS[args.setting][2]
+    functions = HIGH if args.setting == "high" else args.functions
+    dims = [0] if args.setting == "high" else args.dims  # the problems' own
     cells = [
         (m, f, d, i)
         for m in methods
-        for d in args.dims
-        for f in args.functions
+        for d in dims
+        for f in functions
         for i in args.instances
         if not cell_path(args.out, args.setting, (m, f, d, i)).exists()
     ]

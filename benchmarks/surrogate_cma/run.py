@@ -37,7 +37,11 @@ import torch
 SETTINGS = {
     "q1": (1, 2000, ("gp", "lq", "lq-cma-es", "cma-es", "turbo-enn")),
     "q100": (100, 10_000, ("gp", "gp-lcb", "lq", "cma-es", "turbo-enn", "screened")),
+    # rover-60 and Levy-100 (``--functions`` does not apply; ``--dims`` is ignored).
+    "high": (100, 10_000, ("gp", "lq", "cma-es", "turbo-enn", "screened")),
 }
+#: The problems of the ``high`` setting.
+HIGH = ("rover60", "levy100")
 METHODS = ("gp", "gp-lcb", "lq", "lq-cma-es", "cma-es", "turbo-enn", "screened")
 SIGMA0 = 0.2
 
@@ -76,6 +80,39 @@ class Problem:
     def __call__(self, unit: np.ndarray) -> float:
         r"""The value at a point of the unit cube (recorded)."""
         value = float(self._problem(self.lower + np.clip(unit, 0, 1) * self.width))
+        self.values.append(value)
+        return value
+
+
+class BoTorchProblem:
+    r"""A maximised BoTorch problem in ``[0, 1]^d``, minimised as ``-f``.
+
+    ``"rover60"``: the 60-D rover trajectory (reward at most 5: the regret is
+    ``5 - reward``); ``"levy100"``: Levy in 100 dimensions (optimum 0).
+    """
+
+    def __init__(self, name: str) -> None:
+        r"""Build the problem called ``name``."""
+        from botorch.test_functions import Levy
+
+        from botorch_sketch.benchmarks.large_batch.problems import RoverTrajectory
+
+        if name == "rover60":
+            self._f, self.optimum = RoverTrajectory(negate=False), -5.0
+        elif name == "levy100":
+            self._f, self.optimum = Levy(dim=100, negate=True), 0.0
+        else:
+            raise ValueError(f"unknown problem {name!r}")
+        self.name, self.dim = name, self._f.dim
+        self._bounds = self._f.bounds.double()
+        self.values: list[float] = []
+
+    def __call__(self, unit: np.ndarray) -> float:
+        r"""``-f`` at a point of the unit cube (recorded)."""
+        x = torch.as_tensor(np.clip(unit, 0, 1), dtype=torch.double)
+        x = self._bounds[0] + x * (self._bounds[1] - self._bounds[0])
+        with torch.no_grad():
+            value = -float(self._f(x[None], noise=False))
         self.values.append(value)
         return value
 
@@ -218,7 +255,11 @@ def run_cell(
 ) -> dict[str, Any]:
     r"""Run ``method`` on one problem; return the cell's record."""
     torch.set_num_threads(1)
-    problem = Problem(function, dim, instance)
+    if isinstance(function, str):
+        problem = BoTorchProblem(function)
+        dim = problem.dim
+    else:
+        problem = Problem(function, dim, instance)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         if method == "lq-cma-es":
@@ -257,7 +298,8 @@ def run_cell(
 def cell_path(out: Path, setting: str, cell: tuple) -> Path:
     r"""The record's file of ``(method, function, dim, instance)`` in ``setting``."""
     method, function, dim, instance = cell
-    return Path(out) / f"{setting}-{method}-f{function:02d}-d{dim}-i{instance}.json"
+    label = function if isinstance(function, str) else f"f{function:02d}-d{dim}"
+    return Path(out) / f"{setting}-{method}-{label}-i{instance}.json"
 
 
 def run_and_write(job: tuple) -> str:

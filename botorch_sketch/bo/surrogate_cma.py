@@ -97,6 +97,7 @@ class SurrogateCMAES:
         tau_threshold: float = 0.85,
         sigma0: float = 0.2,
         inject: bool = True,
+        max_quadratic_terms: int = 1000,
         seed: int = 0,
     ) -> None:
         r"""Start the search distribution at the box's centre.
@@ -116,6 +117,9 @@ class SurrogateCMAES:
                 values are trusted.
             sigma0: CMA-ES's initial step size, in the unit cube.
             inject: Inject the regression's optimum into each population.
+            max_quadratic_terms: The regression stays diagonal (``2 d + 1``
+                terms) where a full quadratic has more terms than this (``d``
+                above 43 by default): its pseudo-inverse grows as ``d^6``.
             seed: Seeds every draw.
         """
         check_region(bounds, "bounds")
@@ -141,6 +145,9 @@ class SurrogateCMAES:
         self.population_factor = checked_count(population_factor, "population_factor")
         self.tau_threshold = checked_real(tau_threshold, "tau_threshold")
         self.sigma0 = checked_real(sigma0, "sigma0", positive=True)
+        self.max_quadratic_terms = checked_count(
+            max_quadratic_terms, "max_quadratic_terms"
+        )
         self.seed = checked_count(seed, "seed", minimum=0)
         default = 4 + int(3 * math.log(self.dim))
         self.popsize = default if self.q == 1 else max(default, population_factor * q)
@@ -199,6 +206,10 @@ class SurrogateCMAES:
         self.trend = LQModel()
         # lq-CMA-ES's archive holds at least a population (SurrogatePopulation).
         self.trend.settings.max_absolute_size = self.popsize
+        if (self.dim + 1) * (self.dim + 2) // 2 > self.max_quadratic_terms:
+            # A full quadratic's pseudo-inverse is O(d^6): in 60-D, seconds a
+            # population. The diagonal one is O(d^3).
+            self.trend.settings.disallowed_types = ("full",)
 
     # --------------------------------------------------------------- views
 
@@ -448,6 +459,7 @@ class SurrogateCMAES:
             "tau_threshold": self.tau_threshold,
             "sigma0": self.sigma0,
             "inject": self.inject,
+            "max_quadratic_terms": self.max_quadratic_terms,
             "seed": self.seed,
         }
 

@@ -201,3 +201,11 @@ def test_run_large_batch_runs_the_surrogate_strategy_from_q_1():
         )
     with pytest.raises(UnsupportedError, match="surrogate-cma"):
         run_large_batch(_bowl, _box(3), evaluations=10, q=1, progress=False)
+
+
+def test_the_regression_stays_diagonal_past_max_quadratic_terms():
+    f = _bowl
+    wide = _run(SurrogateCMAES(_box(4), q=1, seed=0, max_quadratic_terms=10), f, 120)
+    full = _run(SurrogateCMAES(_box(4), q=1, seed=0), f, 120)
+    assert "full" in full.trend.types
+    assert "full" not in wide.trend.types and "quadratic" in wide.trend.types
