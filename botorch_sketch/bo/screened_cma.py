@@ -81,6 +81,7 @@ from __future__ import annotations
 import contextlib
 import math
 import time
+import warnings
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -186,7 +187,9 @@ class ScreenedCMAES:
         self.train_Y = self._unit.new_zeros(0, 1)
         # The generation out: unit points, their keys, predicted means, values.
         self._asked = self._unit.clone()
-        self._keys: dict[bytes, int] = {}
+        # Each asked point's rows in the generation (several where bounds so
+        # narrow that draws round to the same float64 point).
+        self._keys: dict[bytes, list[int]] = {}
         self._predicted: Tensor | None = None
         self._values = torch.full((0,), math.nan, dtype=torch.double)
         self._told = torch.zeros(0, dtype=torch.bool)
@@ -298,7 +301,9 @@ class ScreenedCMAES:
         self.last_ask = record
         self._asked, self._predicted = unit, predicted
         X = unnormalize(unit, self.bounds)
-        self._keys = {_key(x): i for i, x in enumerate(X)}
+        self._keys = {}
+        for i, x in enumerate(X):
+            self._keys.setdefault(_key(x), []).append(i)
         self._values = torch.full((n,), math.nan, dtype=torch.double)
         self._told = torch.zeros(n, dtype=torch.bool)
         return X
@@ -321,6 +326,9 @@ class ScreenedCMAES:
     def tell(self, X: Tensor, Y: Tensor) -> None:
         r"""Results for points of the last generation, in any order and parts.
 
+        A point the generation holds several times (bounds so narrow that
+        draws round to the same float64 point) is told as many times.
+
         Args:
             X: A ``b x d`` tensor of asked points (as :meth:`ask` returned them).
             Y: A ``b`` or ``b x 1`` tensor of observations; NaN or infinity
@@ -332,7 +340,13 @@ class ScreenedCMAES:
                 f"{tuple(X.shape) if isinstance(X, Tensor) else type(X).__name__}."
             )
         b = X.shape[0]
-        Y = torch.as_tensor(Y, dtype=torch.double)
+        try:
+            Y = torch.as_tensor(Y, dtype=torch.double)
+        except (TypeError, ValueError, RuntimeError) as e:
+            raise InputDataError(
+                f"Y must be a tensor of {b} observations (numbers); got "
+                f"{type(Y).__name__} ({e})."
+            ) from e
         if Y.numel() != b or not (Y.dim() <= 1 or Y.shape == (b, 1)):
             raise InputDataError(
                 f"Y has shape {tuple(Y.shape)} for {b} points; expected ({b},) or "
@@ -340,15 +354,19 @@ class ScreenedCMAES:
             )
         rows: list[int] = []
         for x in X.to(self.bounds):
-            i = self._keys.get(_key(x))
-            if i is None or bool(self._told[i]):
+            asked = self._keys.get(_key(x), [])
+            left = [i for i in asked if not bool(self._told[i]) and i not in rows]
+            if not left:
+                if any(i in rows for i in asked):
+                    raise InputDataError(
+                        "X holds the same point twice, more often than the generation "
+                        "does."
+                    )
                 raise InputDataError(
                     "ScreenedCMAES is told the points of its last generation, each "
                     "once; this point was not asked, or was told already."
                 )
-            rows.append(i)
-        if len(set(rows)) < b:
-            raise InputDataError("X holds the same point twice.")
+            rows.append(left[0])
         rows = torch.tensor(rows, dtype=torch.long)
         self._told[rows] = True
         y = Y.reshape(-1).cpu()
@@ -383,7 +401,15 @@ class ScreenedCMAES:
             self._scale = spread if spread > 0 else (level if level > 0 else 1.0)
         worst = float(values[finite].min())
         fitness = (-torch.where(finite, values, worst) / self._scale).tolist()
-        self.es.tell(list(self._asked.cpu().numpy()), fitness)
+        from cma.evolution_strategy import InjectionWarning
+
+        with warnings.catch_warnings():
+            # cma injects mirrored draws into small populations (q < 6) and
+            # warns of an "orphanated injected solution" when one is not told
+            # back: screening keeps q of the draws by design, so it is never
+            # the caller's to act on.
+            warnings.simplefilter("ignore", InjectionWarning)
+            self.es.tell(list(self._asked.cpu().numpy()), fitness)
         if self.es.stop():
             self.restarts += 1
             self.es = self._search(self._rng.uniform(size=self.dim))

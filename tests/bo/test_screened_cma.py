@@ -303,3 +303,50 @@ def test_run_large_batch_with_cma_climbs_levy_and_keeps_its_trace():
         run_large_batch(
             problem, problem.bounds, 100, q=50, num_initial=20, strategy="cma"
         )
+
+
+def test_observations_that_are_not_numbers_are_refused_by_name():
+    opt = ScreenedCMAES(_unit(3), q=6, seed=0)
+    X = opt.ask()
+    # A raw ValueError of torch's ("too many dimensions 'str'").
+    with pytest.raises(InputDataError, match="Y must be a tensor of 6 obs"):
+        opt.tell(X, ["a"] * 6)
+    assert opt.pending == 6
+
+
+def test_a_box_narrower_than_float64_resolution_does_not_wedge_the_search():
+    # Bounds a few float64 steps wide: the draws of a generation round to
+    # repeated points, told back as asked (refused as "the same point twice"
+    # before, and the generation stayed pending for good).
+    bounds = torch.tensor([[1.0, 1.0], [1.0 + 1e-15] * 2], dtype=torch.double)
+    opt = ScreenedCMAES(bounds, q=4, seed=0)
+    repeated = 0
+    for _ in range(6):
+        X = opt.ask()
+        repeated += X.shape[0] - torch.unique(X, dim=0).shape[0]
+        opt.tell(X[:1], -(X[:1] - 1.0).square().sum(-1))
+        opt.tell(X[1:], -(X[1:] - 1.0).square().sum(-1))
+        assert opt.pending == 0
+    assert repeated > 0
+    assert opt.train_X.shape[0] == 24 and len(opt.screened) == 6
+    # A point told more often than the generation holds it is still refused.
+    X = opt.ask()
+    with pytest.raises(InputDataError, match="twice"):
+        opt.tell(X[[0] * 5], torch.zeros(5))
+
+
+def test_no_injection_warning_from_the_draws_screening_leaves_out():
+    # At q < 6 cma injects mirrored draws; screening keeps q of 3 q draws, and
+    # cma warned "orphanated injected solution" for each one left out.
+    opt = ScreenedCMAES(_unit(3), q=2, seed=0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(12):
+            X = opt.ask()
+            opt.tell(X, _f(X))
+    injected = [
+        w
+        for w in caught
+        if issubclass(w.category, cma.evolution_strategy.InjectionWarning)
+    ]
+    assert injected == []
