@@ -23,7 +23,9 @@ small discrete parameter at a time (:func:`_discrete_search`), as
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable
+from typing import Any
 
 import torch
 from botorch.acquisition.acquisition import AcquisitionFunction
@@ -43,6 +45,7 @@ from botorch.acquisition.multi_objective.objective import (
     IdentityMCMultiOutputObjective,
 )
 from botorch.acquisition.objective import GenericMCObjective
+from botorch.exceptions.warnings import OptimizationWarning
 from botorch.generation.gen import gen_candidates_scipy, get_reasons_against_fast_path
 from botorch.models import ModelListGP
 from botorch.models.model import Model
@@ -103,6 +106,45 @@ def _stopping_options() -> dict[str, float]:
         timeout_sec=None,
     )
     return {"gtol" if reasons else "pgtol": _ACQF_PGTOL}
+
+
+def _gen_candidates(*args: Any, **kwargs: Any) -> tuple[Tensor, Tensor]:
+    r"""``gen_candidates_scipy``, without its warning of a line search's stop.
+
+    L-BFGS-B stops with "ABNORMAL" when its line search finds no decrease,
+    where the acquisition is flat to rounding (LogEI far from the incumbent, a
+    restart at an optimum already): the point reached is kept and compared
+    with every other restart's, as after any stop. BoTorch warns of each
+    (forcing the warning past any filter), and ``optimize_acqf`` restarted the
+    whole maximisation from new samples and warned again: 23 warnings in the
+    README's Optuna example, none a user could act on. Every other warning is
+    passed on as it was raised (to ``optimize_acqf``'s retry included).
+
+    Args:
+        args: ``gen_candidates_scipy``'s arguments.
+        kwargs: Its keyword arguments.
+
+    Returns:
+        The candidates and their acquisition values.
+    """
+    caught: list[warnings.WarningMessage] = []
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            return gen_candidates_scipy(*args, **kwargs)
+    finally:
+        # Passed on to the caller's handler (it is back), past its filters
+        # as they were when each was raised.
+        for w in caught:
+            if not _line_search_stop(w):
+                warnings.showwarning(
+                    w.message, w.category, w.filename, w.lineno, w.file, w.line
+                )
+
+
+def _line_search_stop(w: warnings.WarningMessage) -> bool:
+    return issubclass(w.category, OptimizationWarning) and "message ABNORMAL" in str(
+        w.message
+    )
 
 
 def _suggest(
@@ -390,6 +432,7 @@ def _maximise(
         post_processing_func=round_to_grid,
         batch_initial_conditions=initial,
         return_best_only=False,
+        gen_candidates=_gen_candidates,
     )
     # ``num_restarts x 1 x D`` rounded optima and their acquisition values.
     candidates, values = candidates.detach().squeeze(-2), values.detach().view(-1)
@@ -476,7 +519,7 @@ def _discrete_search(
         # The continuous columns of the restarts that moved, re-optimised with
         # every fixed column at its new value.
         start = candidates[moved].unsqueeze(-2)
-        polished, _ = gen_candidates_scipy(
+        polished, _ = _gen_candidates(
             initial_conditions=start,
             acquisition_function=acqf,
             lower_bounds=0.0,

@@ -1,4 +1,5 @@
 import math
+import warnings
 
 import pytest
 import torch
@@ -192,3 +193,30 @@ def test_the_maximisation_stops_at_a_projected_gradient_of_1e_2(
     seen = [kwargs["options"] for _, kwargs in acqf_calls]
     assert len(seen) == 1
     assert seen[0]["gtol"] == 1e-2 and "pgtol" not in seen[0]
+
+
+def _wrong_gradient(X):
+    # A smooth bowl whose gradient (that of ``X.sum(-1)``) points the wrong
+    # way: L-BFGS-B's line search finds no decrease along it and stops with
+    # "ABNORMAL", as it does where an acquisition is flat to rounding.
+    if X.requires_grad:  # inside the optimiser, not the raw samples
+        warnings.warn("a warning of the acquisition's own", UserWarning, stacklevel=1)
+    value = -(X - 0.3).square().sum(-1)
+    return value.detach() + X.sum(-1) - X.sum(-1).detach()
+
+
+def test_line_search_stops_of_the_maximisation_do_not_reach_the_user():
+    # 23 OptimizationWarnings "... message ABNORMAL" (and optimize_acqf's
+    # RuntimeWarnings of its retry) in the README's Optuna example.
+    acqf = _Profile(_wrong_gradient)
+    train_X = torch.zeros(1, 2, dtype=torch.float64)
+    discrete = [(torch.tensor([1]), _grid(4).unsqueeze(-1))]
+    torch.manual_seed(0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        X = acquisition_module._maximise(acqf, train_X, None, 2, 8, None, discrete)
+    assert X.shape == (1, 2) and bool(((X >= 0) & (X <= 1)).all())
+    shown = [(w.category, str(w.message)) for w in caught]
+    assert not [s for s in shown if "ABNORMAL" in s[1] or "Optimization" in s[1]]
+    # Other warnings raised while it optimises are passed on.
+    assert (UserWarning, "a warning of the acquisition's own") in shown
