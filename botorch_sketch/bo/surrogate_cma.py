@@ -7,11 +7,16 @@ ranking of the recent data agrees with the truth (Kendall's tau of at least
 0.85), and CMA-ES is told model values for the rest. :class:`SurrogateCMAES`
 runs that loop through ask/tell, with two changes:
 
-- **any batch size ``q``.** Points are handed out ``q`` at a time, each
-  increment of the evaluated count rounded up to whole batches. With ``q = 1``
-  the increments are lq-CMA-ES's (1, 2, 3, 5, 8, ... evaluated), on CMA-ES's
-  default population; with larger ``q`` the population is ``population_factor
-  * q``, so that a batch can still leave most of a population to the model;
+- **any batch size ``q``.** Points are handed out ``q`` at a time. Below
+  CMA-ES's default population (``4 + 3 ln d``; with ``q = 1`` in
+  particular) the population is the default one and the evaluated count grows
+  by lq-CMA-ES's increments (1, 2, 3, 5, 8, ... with ``q = 1``), rounded up to
+  whole batches. From the default population up, a batch is a whole
+  population, all of it evaluated, and between two batches CMA-ES runs up to
+  ``max_model_generations`` generations on the model's means alone, as
+  s*ACM-ES does [Loshchilov2013intensive]_: as many as the model earned by
+  ranking the last batch before it was evaluated (none below a Kendall tau of
+  0.5, all from ``tau_threshold`` up);
 - **the model is a GP in CMA-ES's metric** (``residual=True``, the default):
   lq-CMA-ES's linear-quadratic regression as the mean, and a local GP on its
   residuals in coordinates whitened by ``sigma^2 C``
@@ -22,11 +27,11 @@ runs that loop through ask/tell, with two changes:
   the regression alone, scored in-sample, as lq-CMA-ES does.
 
 CMA-ES is told the true value of every evaluated point and the model's mean
-only where no true value exists; a failed point (NaN or infinite) counts as
-its generation's worst. The model's optimum (the regression's stationary
-point) is injected into the next population, as lq-CMA-ES does. When CMA-ES
-stops, it restarts from a uniform point with twice the population (IPOP) and a
-new regression; the GP keeps every observation.
+only where no true value exists (and in the model's own generations); a failed
+point (NaN or infinite) counts as its generation's worst. The model's optimum
+(the regression's stationary point) is injected into the next population, as
+lq-CMA-ES does. When CMA-ES stops, it restarts from a uniform point with twice
+the population (IPOP) and a new regression; the GP keeps every observation.
 
 Checkpoints are data only: the run's record of asks and tells, replayed on
 load (every draw comes from the optimizer's own generator, so a replay is
@@ -48,6 +53,10 @@ References:
 .. [Bajer2019gaussian]
     L. Bajer, Z. Pitra, J. Repicky, M. Holena. Gaussian process surrogate
     models for the CMA evolution strategy. Evolutionary Computation 27(4), 2019.
+.. [Loshchilov2013intensive]
+    I. Loshchilov, M. Schoenauer, M. Sebag. Intensive surrogate model
+    exploitation in self-adaptive surrogate-assisted CMA-ES (saACM-ES). GECCO
+    2013.
 """
 
 from __future__ import annotations
@@ -93,7 +102,7 @@ class SurrogateCMAES:
         residual: bool = True,
         kappa: float = 0.0,
         local_size: int | None = None,
-        population_factor: int = 4,
+        max_model_generations: int = 10,
         tau_threshold: float = 0.85,
         sigma0: float = 0.2,
         inject: bool = True,
@@ -111,8 +120,9 @@ class SurrogateCMAES:
                 minimised values) first; 0 orders by the mean, as lq-CMA-ES.
             local_size: Observations nearest the mean that the GP keeps
                 (default ``10 d`` within ``[50, 300]``).
-            population_factor: With ``q > 1``, the population is
-                ``max(default, population_factor * q)``.
+            max_model_generations: With batches of at least CMA-ES's default
+                population, the most generations CMA-ES runs on the model's
+                means between two true batches.
             tau_threshold: The Kendall tau at which a population's model
                 values are trusted.
             sigma0: CMA-ES's initial step size, in the unit cube.
@@ -142,7 +152,9 @@ class SurrogateCMAES:
         if local_size is None:
             local_size = min(300, max(50, 10 * self.dim))
         self.local_size = checked_count(local_size, "local_size", minimum=3)
-        self.population_factor = checked_count(population_factor, "population_factor")
+        self.max_model_generations = checked_count(
+            max_model_generations, "max_model_generations", minimum=0
+        )
         self.tau_threshold = checked_real(tau_threshold, "tau_threshold")
         self.sigma0 = checked_real(sigma0, "sigma0", positive=True)
         self.max_quadratic_terms = checked_count(
@@ -150,14 +162,16 @@ class SurrogateCMAES:
         )
         self.seed = checked_count(seed, "seed", minimum=0)
         default = 4 + int(3 * math.log(self.dim))
-        self.popsize = default if self.q == 1 else max(default, population_factor * q)
+        #: Whether a batch is a whole population (q at least CMA-ES's default).
+        self.batched = self.q >= default
+        self.popsize = self.q if self.batched else default
         if self.popsize * self.dim > MAX_POPULATION_ENTRIES * 10**6:
             raise InputDataError(
                 f"q = {q} makes populations of {self.popsize} points in {self.dim} "
                 f"dimensions ({self.popsize * self.dim:.3g} coordinates, more than "
-                f"{MAX_POPULATION_ENTRIES} million): use a smaller q or "
-                "population_factor."
+                f"{MAX_POPULATION_ENTRIES} million): use a smaller q."
             )
+        self._model_generations = 0
         self._rng = np.random.default_rng(self.seed)
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(self.seed)
@@ -172,6 +186,8 @@ class SurrogateCMAES:
         self.rank_correlation: list[float] = []
         #: The share of each finished population that was truly evaluated.
         self.evaluated_share: list[float] = []
+        #: Batched: the generations CMA-ES ran on the model before each batch.
+        self.model_generations: list[int] = []
         self.last_ask = AskRecord()
         self._log: list[tuple[str, Any]] = []
 
@@ -278,6 +294,8 @@ class SurrogateCMAES:
 
     def _open(self) -> None:
         # A new population: draw it, fit the model, set the first increment.
+        if self.batched:
+            self._model_steps()
         X = torch.as_tensor(np.asarray(self.es.ask()), dtype=torch.double)
         X = X.clamp(0.0, 1.0)
         size = X.shape[0]
@@ -288,11 +306,32 @@ class SurrogateCMAES:
             "X": X,
             "state": torch.zeros(size, dtype=torch.long),  # 0 free, 1 out, 2 told
             "F": torch.full((size,), math.nan, dtype=torch.double),
-            "target": self._rounded(int(first)),
+            "target": size if self.batched else self._rounded(int(first)),
             "hyperparameters": None,
             "model": None,
         }
         self._refresh()
+        self._generation["predicted"] = self._generation["mean"].clone()
+
+    def _model_steps(self) -> None:
+        # Batched: CMA-ES runs generations on the model's means alone, as many
+        # as the last batch's rank agreement earned (s*ACM-ES's idea).
+        steps = self._model_generations if self._scale is not None else 0
+        self.model_generations.append(0)
+        if steps == 0:
+            return
+        self._generation = {"X": self.train_X[:0], "hyperparameters": None}
+        self._refresh()  # fits the model once, in the current metric
+        predict = self._generation["predict"]
+        self._generation = None
+        for _ in range(steps):
+            X = torch.as_tensor(np.asarray(self.es.ask()), dtype=torch.double)
+            means = predict(X.clamp(0.0, 1.0))
+            self.es.tell(list(X.numpy()), (means / self._scale).tolist())
+            self.model_generations[-1] += 1
+            if self.es.stop():
+                self._restart()
+                return
 
     def _rounded(self, target: int) -> int:
         # Whole batches, at most the population.
@@ -320,9 +359,14 @@ class SurrogateCMAES:
                 hyperparameters=g["hyperparameters"],
             )
             g["hyperparameters"] = model.hyperparameters
-            g["mean"], g["sd"] = model.predict(X)
+            g["predict"] = lambda Z: model.predict(Z)[0]
         else:
-            g["mean"], g["sd"] = Trend.of(self.trend)(X), torch.zeros(len(X))
+            trend = Trend.of(self.trend)
+            g["predict"] = trend
+        if model is None:
+            g["mean"], g["sd"] = g["predict"](X), torch.zeros(len(X))
+        else:
+            g["mean"], g["sd"] = model.predict(X)
         g["model"] = model
 
     # ---------------------------------------------------------------- tell
@@ -389,6 +433,22 @@ class SurrogateCMAES:
         self.trend.sort(told)
         self._refresh()
         size = g["X"].shape[0]
+        if self.batched:
+            # The model's predictions of this batch, made before it was
+            # evaluated, against the truth: how far to trust the next steps.
+            F, predicted = g["F"], g["predicted"]
+            finite = torch.isfinite(F)
+            tau = math.nan
+            if int(finite.sum()) >= 3 and self.train_X.shape[0] > int(finite.sum()):
+                tau = kendalltau(predicted[finite].numpy(), F[finite].numpy())
+                tau = float(tau.statistic)
+            tau = tau if math.isfinite(tau) else 0.0
+            share = (tau - 0.5) / (self.tau_threshold - 0.5)
+            self._model_generations = round(
+                self.max_model_generations * min(1.0, max(0.0, share))
+            )
+            self._finish(tau, 1.0)
+            return
         tau = self._tau(max(15, min(int(1.2 * told), int(0.75 * size))))
         if tau >= self.tau_threshold or told >= size:
             self._finish(tau, told / size)
@@ -441,9 +501,14 @@ class SurrogateCMAES:
                     warnings.simplefilter("ignore")
                     self.es.inject([np.clip(xopt, 0.0, 1.0)])
         if self.es.stop():
-            self.restarts += 1
-            self.popsize *= 2
-            self._start(self._rng.uniform(size=self.dim))
+            self._restart()
+
+    def _restart(self) -> None:
+        # IPOP: a new search from a uniform point with twice the population.
+        self.restarts += 1
+        self.popsize *= 2
+        self._model_generations = 0
+        self._start(self._rng.uniform(size=self.dim))
 
     # ------------------------------------------------------- checkpoints
 
@@ -455,7 +520,7 @@ class SurrogateCMAES:
             "residual": self.residual,
             "kappa": self.kappa,
             "local_size": self.local_size,
-            "population_factor": self.population_factor,
+            "max_model_generations": self.max_model_generations,
             "tau_threshold": self.tau_threshold,
             "sigma0": self.sigma0,
             "inject": self.inject,
