@@ -150,10 +150,12 @@ class NystromGP(SingleOutputMixin, GPyTorchModel, GP, FantasizeMixin):
                 given, the noise is fixed to it (``FixedNoiseGaussianLikelihood``).
             inducing: A :class:`~botorch_sketch.sketching.rules.SelectionRule`, a
                 ``m x d`` tensor of fixed inducing inputs (in the space of
-                ``train_X``), or None for ``RidgeLeverageSampler()``. A rule
-                without a generator draws from one seeded from
-                ``torch.initial_seed()`` and the data: building and fitting leave
-                torch's global random state as they found it.
+                ``train_X``), or None for ``RidgeLeverageSampler()`` (at most
+                1024 points, a cap it does not warn of: pass a
+                ``RidgeLeverageSampler(max_size=...)`` to set another, which
+                warns when it binds). A rule without a generator draws from
+                one seeded from ``torch.initial_seed()`` and the data: building
+                and fitting leave torch's global random state as they found it.
             covar_module: An unbatched kernel; defaults to BoTorch's RBF kernel
                 with a dimension-scaled lengthscale prior, as ``SingleTaskGP``.
             mean_module: The prior mean; defaults to ``ConstantMean()``.

@@ -1,5 +1,7 @@
+import functools
 import inspect
 import math
+import warnings
 
 import pytest
 import torch
@@ -111,6 +113,29 @@ def test_default_rule_fits_and_reselects(tkwargs):
     assert not torch.equal(before, model.inducing_index)  # re-chosen after fitting
     post = model.posterior(X[:5])
     assert torch.isfinite(post.variance).all() and (post.variance > 0).all()
+
+
+def test_the_default_rules_cap_is_not_warned_of(tkwargs, monkeypatch):
+    # InducingSetCapWarning "qbar scaled by 0.697 for this draw" three times in
+    # the README's Ray example, of a cap (1024) the caller never set. Here the
+    # default rule's cap is 2, so that it binds on 200 points.
+    from botorch_sketch.models.nystrom import inducing as inducing_module
+    from botorch_sketch.sketching import InducingSetCapWarning
+
+    capped = functools.partial(RidgeLeverageSampler, max_size=2)
+    monkeypatch.setattr(inducing_module, "RidgeLeverageSampler", capped)
+    X, Y = _data(n=200, noise_sd=0.01, **tkwargs)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model = NystromGP(X, Y)
+        model.select_inducing_points()
+    assert model.inducing_rule.max_size == 2
+    assert not [w for w in caught if issubclass(w.category, InducingSetCapWarning)]
+    # A rule the caller passes warns when its cap binds.
+    with pytest.warns(InducingSetCapWarning):
+        NystromGP(
+            X, Y, inducing=RidgeLeverageSampler(max_size=2)
+        ).select_inducing_points()
 
 
 def test_construction_caps_adaptive_sets_but_not_fixed_size_rules(tkwargs):

@@ -71,7 +71,8 @@ class InducingSet:
 
         Args:
             inducing: A rule, a ``m x d`` tensor of inducing inputs (in the space
-                of ``train_X``), or None for ``RidgeLeverageSampler()``.
+                of ``train_X``), or None for
+                ``RidgeLeverageSampler(warn_at_cap=False)``.
             train_X: The ``n x d`` training inputs.
 
         Returns:
@@ -81,7 +82,13 @@ class InducingSet:
             fixed = check_fixed_inducing(inducing, train_X)
             return cls(fixed=fixed, pending=True)
         if inducing is None or isinstance(inducing, SelectionRule):
-            rule = RidgeLeverageSampler() if inducing is None else inducing
+            # The default rule's cap (1024) is the package's: a draw it scales
+            # down is not warned of (a rule the caller passes still warns).
+            rule = (
+                RidgeLeverageSampler(warn_at_cap=False)
+                if inducing is None
+                else inducing
+            )
             return cls(rule=rule, pending=True)
         raise InputDataError(
             "inducing must be an SelectionRule, a tensor of inducing inputs, "

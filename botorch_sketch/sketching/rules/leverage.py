@@ -88,7 +88,8 @@ class RidgeLeverageSampler(BernoulliRule):
     and the next pass corrects it.
 
     If the expected set size exceeds ``max_size``, ``qbar`` is scaled down for this
-    draw (warning :class:`InducingSetCapWarning`), which bounds the cost at
+    draw (warning :class:`InducingSetCapWarning` unless ``warn_at_cap=False``, as
+    for ``NystromGP``'s default rule), which bounds the cost at
     ``O(n max_size^2)`` at the price of the theoretical guarantee.
 
     A caller that already holds the scores ``var_i / lambda_i`` (a bandit tracks
@@ -104,6 +105,7 @@ class RidgeLeverageSampler(BernoulliRule):
         num_passes: int = 3,
         initial_size: int = 64,
         generator: torch.Generator | None = None,
+        warn_at_cap: bool = True,
     ) -> None:
         r"""Configure the sampler.
 
@@ -115,8 +117,18 @@ class RidgeLeverageSampler(BernoulliRule):
             num_passes: Resampling passes when there is no current set.
             initial_size: Size of the uniform subset the passes start from.
             generator: The random generator.
+            warn_at_cap: Warn (:class:`InducingSetCapWarning`) at each draw
+                whose cap scales ``qbar`` down. ``NystromGP``'s default rule
+                does not: the cap is the package's, not the caller's, and its
+                warning came at every draw of a fit (three times in the
+                README's Ray example) with nothing for the caller to do.
         """
         super().__init__(generator=generator)
+        if not isinstance(warn_at_cap, bool):
+            raise InputDataError(
+                f"warn_at_cap must be True or False, got {warn_at_cap!r}."
+            )
+        self.warn_at_cap = warn_at_cap
         # ``not qbar > 0`` alone would let infinity through; NaN fails every
         # comparison, so ``qbar <= 0`` let it through and kept one point.
         if not (math.isfinite(qbar) and qbar > 0):
@@ -212,12 +224,15 @@ class RidgeLeverageSampler(BernoulliRule):
         keep_prob = inclusion(p, c, 1.0)
         if self.max_size is not None and keep_prob.sum() > self.max_size:
             scale = _scale_to_budget(p, c, self.max_size)
-            warnings.warn(
-                f"Expected inducing-set size {keep_prob.sum():.0f} exceeds max_size="
-                f"{self.max_size}; qbar scaled by {scale:.3g} for this draw.",
-                InducingSetCapWarning,
-                stacklevel=3,
-            )
+            # Absent from a rule pickled before the switch: it warned.
+            if getattr(self, "warn_at_cap", True):
+                warnings.warn(
+                    f"Expected inducing-set size {keep_prob.sum():.0f} exceeds "
+                    f"max_size={self.max_size}; qbar scaled by {scale:.3g} for "
+                    "this draw.",
+                    InducingSetCapWarning,
+                    stacklevel=3,
+                )
             keep_prob = inclusion(p, c, scale)
         keep = self._uniform(p.shape[0], p) < keep_prob
         if not bool(keep.any()):

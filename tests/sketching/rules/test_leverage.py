@@ -1,4 +1,5 @@
 import math
+import warnings
 
 import pytest
 import torch
@@ -117,6 +118,25 @@ def test_cap_scales_qbar_and_warns(tkwargs):
     with pytest.warns(InducingSetCapWarning):
         idx = sampler.select(_pool(X, k, noise))
     assert idx.numel() < 60
+
+
+def test_a_cap_without_a_warning_draws_the_same_set(tkwargs):
+    k = rbf_kernel(0.02, outputscale=1.0, frozen=False)
+    X = torch.rand(500, 1, generator=_gen(0), **tkwargs)
+    noise = torch.full((500,), 1e-3, **tkwargs)
+    loud = RidgeLeverageSampler(qbar=10, max_size=40, generator=_gen(1))
+    quiet = RidgeLeverageSampler(
+        qbar=10, max_size=40, generator=_gen(1), warn_at_cap=False
+    )
+    with pytest.warns(InducingSetCapWarning):
+        expected = loud.select(_pool(X, k, noise))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        idx = quiet.select(_pool(X, k, noise))
+    assert not [w for w in caught if issubclass(w.category, InducingSetCapWarning)]
+    assert torch.equal(idx, expected)
+    with pytest.raises(InputDataError, match="warn_at_cap"):
+        RidgeLeverageSampler(warn_at_cap="no")
 
 
 def test_leverage_scores_are_bounded_by_prior_over_noise(tkwargs):
