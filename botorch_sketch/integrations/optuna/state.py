@@ -535,7 +535,17 @@ def _implausible(model: Model, reference: dict[str, Tensor]) -> str | None:
     r"""Which loaded hyperparameter its prior finds implausible, if any."""
     for prior_name, module, prior, closure, _ in model.named_priors():
         value = closure(module).detach()
-        log_prob = prior.log_prob(value).detach()
+        try:
+            log_prob = prior.log_prob(value).detach()
+        except ValueError as e:
+            # Outside the prior's support (a stored raw noise of -1e5): torch's
+            # argument validation raised, and every suggestion with it.
+            parameter = prior_name.removesuffix("_prior")
+            reason = str(e).splitlines()[0] if str(e) else type(e).__name__
+            return (
+                f"{parameter} {value.tolist()} lies outside the support of its "
+                f"prior {type(prior).__name__} ({reason})"
+            )
         start = reference.get(prior_name)
         bad = ~log_prob.isfinite() | (value.abs() > _LARGEST_RAW)
         if start is not None and start.shape == log_prob.shape:

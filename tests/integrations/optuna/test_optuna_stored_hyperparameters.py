@@ -170,8 +170,11 @@ LENGTHSCALE = "covar_module.base_kernel.raw_lengthscale"
         # JSON writes them as NaN and -Infinity.
         (NOISE, [math.nan], "not finite"),
         (NOISE, [-math.inf], "not finite"),
+        # Outside the noise prior's support: its log_prob raised a ValueError at
+        # every suggestion (the docstring promised a warning).
+        (NOISE, [-1e5], f"{NAME}.*noise.*outside the support of its prior"),
     ],
-    ids=["noise-1e300", "lengthscale-1e3", "nan", "-inf"],
+    ids=["noise-1e300", "lengthscale-1e3", "nan", "-inf", "noise--1e5"],
 )
 def test_implausible_stored_hyperparameters_are_ignored_with_a_warning(
     key, value, match
