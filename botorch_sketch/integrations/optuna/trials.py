@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import json
 import math
+import warnings
 from collections.abc import Callable, Container, Sequence
 from typing import Any
 
 import numpy as np
 import torch
 from botorch.exceptions.errors import InputDataError
+from botorch.exceptions.warnings import InputDataWarning
 from optuna.distributions import BaseDistribution
 from optuna.study import Study, StudyDirection
 from optuna.trial import FrozenTrial, TrialState
@@ -126,13 +128,33 @@ def _pending_params(
 
 
 def _params_of_running(trial: FrozenTrial) -> dict[str, Any]:
-    r"""A running trial's parameters, with those chosen but not yet suggested."""
+    r"""A running trial's parameters, with those chosen but not yet suggested.
+
+    Shared parameters that are not the JSON object the sampler writes (another
+    program's attribute, a truncated write) are ignored with an
+    ``InputDataWarning``: raised, they stopped every suggestion while the trial
+    ran. The trial's suggested parameters are still read.
+    """
     chunks = []
     while chunk := trial.system_attrs.get(f"{_RELATIVE_PARAMS_KEY}:{len(chunks)}"):
         chunks.append(chunk)
-    params = json.loads("".join(chunks)) if chunks else {}
-    params.update(trial.params)
-    return params
+    params: Any = {}
+    if chunks:
+        text = "".join(chunks) if all(isinstance(c, str) for c in chunks) else None
+        try:
+            params = json.loads(text) if text is not None else None
+        except (ValueError, RecursionError):
+            params = None
+        if not isinstance(params, dict):
+            warnings.warn(
+                f"Running trial {trial.number}'s shared parameters "
+                f"({_RELATIVE_PARAMS_KEY!r}) are not the JSON object the sampler "
+                "writes; only its suggested parameters are read as pending.",
+                InputDataWarning,
+                stacklevel=2,
+            )
+            params = {}
+    return {**params, **trial.params}
 
 
 def _share_relative_params(

@@ -10,9 +10,13 @@ import pytest
 optuna = pytest.importorskip("optuna")
 
 from botorch.exceptions.errors import InputDataError  # noqa: E402
+from botorch.exceptions.warnings import InputDataWarning  # noqa: E402
 from optuna_helpers import FAST, model_based, quadratic  # noqa: E402
 
 from botorch_sketch.integrations.optuna import SketchSampler  # noqa: E402
+from botorch_sketch.integrations.optuna.trials import (  # noqa: E402
+    _RELATIVE_PARAMS_KEY,
+)
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -234,3 +238,20 @@ def test_the_sampler_checks_each_failed_trial_once(monkeypatch):
     # The four failed trials at the first suggestion, none at the second, the
     # one new failure at the third.
     assert counts == [4, 0, 1]
+
+
+@pytest.mark.parametrize("garbage", ["{not json", "[1, 2]", 3])
+def test_a_running_trials_garbage_shared_parameters_do_not_stop_the_study(garbage):
+    storage = optuna.storages.InMemoryStorage()
+    sampler = SketchSampler(seed=0, n_startup_trials=4, **FAST)
+    study = optuna.create_study(storage=storage, sampler=sampler)
+    study.optimize(quadratic, n_trials=5)
+    running = study.ask()  # stays running
+    storage.set_trial_system_attr(
+        running._trial_id, f"{_RELATIVE_PARAMS_KEY}:0", garbage
+    )
+    # Every suggestion raised (JSONDecodeError, AttributeError) while it ran.
+    with pytest.warns(InputDataWarning, match="Running trial 5's shared param"):
+        study.optimize(quadratic, n_trials=2)
+    states = [t.state for t in study.trials]
+    assert states.count(optuna.trial.TrialState.COMPLETE) == 7
