@@ -73,6 +73,10 @@ def nystrom_candidates_func(
     given ``search_space``, else those that Optuna's encoding of ``bounds``
     shows (categorical, integer and log-integer ones; see
     :func:`_grid_rounding`). No step is inferred from the observed values.
+    Without ``search_space`` a float whose encoding is an integer's (bounds
+    ``k - 1/2`` and ``j + 1/2`` for integers ``k < j``, or their logs for a
+    log-scaled float) observed only at integers cannot be told from an integer
+    parameter and is proposed at integers only: pass ``search_space``.
 
     Example:
         >>> from functools import partial
@@ -248,6 +252,27 @@ def _candidates(
             f"bounds must be a 2 x D tensor for train_x of shape n x D; got "
             f"bounds of shape {tuple(bounds.shape)} for train_x of shape "
             f"{tuple(train_x.shape)}."
+        )
+    for name, values in (("train_obj", train_obj), ("train_con", train_con)):
+        # A 1-d train_obj failed with an IndexError deep inside.
+        if values is not None and (
+            not isinstance(values, Tensor)
+            or values.dim() != 2
+            or values.shape[0] != train_x.shape[0]
+        ):
+            shape = tuple(values.shape) if isinstance(values, Tensor) else values
+            raise InputDataError(
+                f"{name} must be a n x M tensor for train_x of shape n x D; got "
+                f"{name} of shape {shape} for train_x of shape "
+                f"{tuple(train_x.shape)}."
+            )
+    if bool((bounds[0] > bounds[1]).any()):
+        # Normalised against reversed bounds, every point left the unit cube
+        # and the candidate came back as [[5e-324, ...]].
+        column = int((bounds[0] > bounds[1]).nonzero()[0])
+        raise InputDataError(
+            f"bounds must be lower bounds then upper bounds; column {column} has "
+            f"{bounds[0, column].item()} > {bounds[1, column].item()}."
         )
     if pending_x is not None and (pending_x.dim() != 2 or pending_x.shape[-1] != D):
         raise InputDataError(

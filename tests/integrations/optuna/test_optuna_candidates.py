@@ -127,6 +127,30 @@ def test_nystrom_candidates_func_checks_the_shape_of_bounds():
             candidates_func(train_x, train_obj, None, unit, train_x[:1, :2])
 
 
+def _observed():
+    train_x = torch.rand(6, 2, dtype=torch.float64)
+    unit = torch.tensor([[0.0] * 2, [1.0] * 2], dtype=torch.float64)
+    return train_x, -train_x.sum(-1, keepdim=True), unit
+
+
+def test_candidates_functions_refuse_a_1d_objective_by_name():
+    train_x, train_obj, unit = _observed()
+    for candidates_func in (nystrom_candidates_func, NystromCandidates()):
+        # An IndexError ("too many indices for tensor of dimension 1") before.
+        with pytest.raises(InputDataError, match=r"train_obj of shape \(6,\)"):
+            candidates_func(train_x, train_obj.squeeze(-1), None, unit, None)
+        with pytest.raises(InputDataError, match=r"train_con of shape \(6,\)"):
+            candidates_func(train_x, train_obj, train_obj.squeeze(-1), unit, None)
+
+
+def test_candidates_functions_refuse_reversed_bounds():
+    train_x, train_obj, unit = _observed()
+    for candidates_func in (nystrom_candidates_func, NystromCandidates()):
+        # [[5e-324, 5e-324]] before.
+        with pytest.raises(InputDataError, match="bounds must be lower.*column 0"):
+            candidates_func(train_x, train_obj, None, unit.flip(0), None)
+
+
 @pytest.mark.slow
 def test_nystrom_candidates_do_not_repeat_a_trial_on_the_readme_example(monkeypatch):
     # The acquisition was maximised over the relaxation of ``depth`` and the
