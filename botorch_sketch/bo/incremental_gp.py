@@ -79,7 +79,7 @@ from gpytorch.kernels import Kernel
 from gpytorch.mlls import ExactMarginalLogLikelihood
 from torch import Tensor
 
-from botorch_sketch.checks import checked_optional_count, checked_real
+from botorch_sketch.checks import checked_count, checked_optional_count, checked_real
 from botorch_sketch.models.nystrom.fitting import fitting_subset
 from botorch_sketch.models.nystrom_gp import ExactRegimeWarning, NystromGP
 from botorch_sketch.models.validation import check_training_data
@@ -354,11 +354,12 @@ class IncrementalGP:
         Args:
             new_X: A ``b x d`` tensor of inputs the model has not seen.
             new_Y: A ``b x 1`` tensor of their observations.
-            chunk_size: Points per posterior call.
+            chunk_size: Points per posterior call (a positive integer).
 
         Returns:
             The statistic (NaN before the first build).
         """
+        chunk_size = checked_count(chunk_size, "chunk_size")
         model = self.model
         if model is None or new_X.shape[0] == 0:
             return math.nan

@@ -31,6 +31,8 @@ from linear_operator import to_dense
 from torch import Tensor
 from torch.nn import Module
 
+from botorch_sketch.checks import checked_count
+
 
 def posterior_means(model: Model, X: Tensor, chunk_size: int = 4096) -> Tensor:
     r"""Posterior means of single points, in chunks (no joint covariance).
@@ -43,11 +45,13 @@ def posterior_means(model: Model, X: Tensor, chunk_size: int = 4096) -> Tensor:
     Args:
         model: A fitted single-output model.
         X: A ``n x d`` tensor.
-        chunk_size: Points per posterior call.
+        chunk_size: Points per posterior call (a positive integer).
 
     Returns:
         A ``n`` tensor.
     """
+    # 0 failed in ``Tensor.split`` as "split_size can only be 0 if ...".
+    chunk_size = checked_count(chunk_size, "chunk_size")
     with torch.no_grad(), skip_posterior_variances():
         return torch.cat(
             [

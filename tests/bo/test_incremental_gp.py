@@ -410,6 +410,16 @@ def test_hyperparameters_fitted_on_a_bounded_subset(monkeypatch):
     assert len(sizes) == 1
 
 
+def test_surprise_refuses_a_chunk_size_that_is_no_count():
+    # 0 failed in Tensor.split, naming no argument of ours.
+    X, _, noise = _stream()
+    Y = _f(X) + noise[: X.shape[0]]
+    carried = IncrementalGP()
+    carried(X[:30], Y[:30])
+    with pytest.raises(InputDataError, match="chunk_size must be an integer"):
+        carried.surprise(X[30:], Y[30:], chunk_size=0)
+
+
 def test_grow_between_refits_must_be_a_bool():
     with pytest.raises(InputDataError, match="grow_between_refits"):
         IncrementalGP(grow_between_refits="no")

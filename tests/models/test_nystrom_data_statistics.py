@@ -44,6 +44,15 @@ def test_statistics_of_held_out_data_give_the_full_posterior(tkwargs):
     assert torch.allclose(moved.posterior(Xt).mean, b.mean)
 
 
+@pytest.mark.parametrize("chunk_size", [0, -1])
+def test_a_chunk_size_that_is_no_count_is_refused_by_name(tkwargs, chunk_size):
+    # 0 failed in range() ("arg 3 must not be zero"); -1 summed no rows.
+    X, Y = _data(50, tkwargs)
+    model = NystromGP(X, Y, inducing=GreedyVarianceSelector(10))
+    with pytest.raises(InputDataError, match="chunk_size must be an integer"):
+        model.observation_statistics(X, Y, chunk_size=chunk_size)
+
+
 def test_statistics_freeze_the_hyperparameters(tkwargs):
     X, Y = _data(120, tkwargs)
     model = NystromGP(X[:30], Y[:30])

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from botorch_sketch.checks import checked_count
+
 # About 8 MB of float64 per chunk of an ``n x m`` matrix; a kernel evaluation holds
 # a few such blocks at once (distances, exponentials, gradients).
 DEFAULT_CHUNK_ELEMENTS = 2**20
@@ -32,6 +34,12 @@ def row_chunks(n: int, chunk_size: int) -> Iterator[slice]:
 
     Yields:
         Consecutive slices of at most ``chunk_size`` rows.
+
+    Raises:
+        InputDataError: When ``chunk_size`` is not a positive integer (0 failed
+            in ``range`` without naming it; a negative size gave no slices, and
+            statistics of no rows).
     """
+    chunk_size = checked_count(chunk_size, "chunk_size")
     for start in range(0, n, chunk_size):
         yield slice(start, min(start + chunk_size, n))
