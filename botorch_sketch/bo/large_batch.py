@@ -698,6 +698,17 @@ def plot_large_batch(
     """
     from matplotlib.figure import Figure
 
+    if not isinstance(traces, dict):
+        raise InputDataError(
+            f"traces must be a dict of runs by label; got {type(traces).__name__}."
+        )
+    for label, runs in traces.items():
+        # An empty list failed with "min() arg is an empty sequence".
+        if not isinstance(runs, (list, tuple)) or not runs:
+            raise InputDataError(
+                f"traces[{label!r}] must be a non-empty list of runs (traces or "
+                f"checkpoints' paths); got {runs!r}."
+            )
     traces = {
         label: [
             r if isinstance(r, LargeBatchTrace) else trace_from_checkpoint(r)

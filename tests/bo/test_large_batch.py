@@ -627,3 +627,13 @@ def test_collapsed_regions_restart_at_the_best_centre_or_away():
     # The second moved out of the box around where it collapsed.
     assert regions.collapsed and torch.equal(regions.collapsed[-1], before[1])
     assert not torch.equal(regions.centres[1], before[1])
+
+
+def test_plot_large_batch_refuses_a_label_without_runs():
+    from botorch_sketch.bo import plot_large_batch
+
+    # "min() arg is an empty sequence" before.
+    with pytest.raises(InputDataError, match=r"traces\['TS'\] must be a non-empty"):
+        plot_large_batch({"TS": []})
+    with pytest.raises(InputDataError, match="traces must be a dict"):
+        plot_large_batch([[]])
