@@ -64,6 +64,7 @@ References:
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import math
@@ -80,6 +81,7 @@ from gpytorch.mlls import ExactMarginalLogLikelihood
 from torch import Tensor
 
 from botorch_sketch.checks import checked_count, checked_optional_count, checked_real
+from botorch_sketch.models.nystrom.data import constant_outcomes_not_warned
 from botorch_sketch.models.nystrom.fitting import fitting_subset
 from botorch_sketch.models.nystrom_gp import ExactRegimeWarning, NystromGP
 from botorch_sketch.models.validation import check_training_data
@@ -580,7 +582,11 @@ class IncrementalGP:
         kwargs = dict(self.model_kwargs)
         if isinstance(kwargs.get("covar_module"), Kernel):
             kwargs["covar_module"] = copy.deepcopy(kwargs["covar_module"])
-        model = NystromGP(X, Y, train_Yvar=Yvar, **kwargs)
+        # (Nearly) constant outcomes are warned of at the first build: each
+        # refit of a loop warned again.
+        first = warm is None
+        with contextlib.nullcontext() if first else constant_outcomes_not_warned():
+            model = NystromGP(X, Y, train_Yvar=Yvar, **kwargs)
         if self.max_inducing is not None and X.shape[0] > self.max_inducing:
             # The exact regime would make every input inducing, past the cap.
             model.exact_fraction = None

@@ -410,6 +410,23 @@ def test_hyperparameters_fitted_on_a_bounded_subset(monkeypatch):
     assert len(sizes) == 1
 
 
+def test_nearly_constant_outcomes_are_warned_at_the_first_build_only():
+    from botorch.exceptions.warnings import InputDataWarning
+
+    X, _, _ = _stream()
+    flat = 3.0 + 1e-12 * torch.randn(X.shape[0], 1, dtype=torch.double)
+    carried = IncrementalGP(refit_every=2)
+    with pytest.warns(InputDataWarning, match=r"train_Y is \(nearly\) constant"):
+        carried(X[:20], flat[:20])
+    # Its refits rebuild the model on the same data and more: not again.
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for n in (25, 30, 35, 40):
+            carried(X[:n], flat[:n])
+    assert carried.counts.refits >= 1
+    assert not [w for w in caught if "constant" in str(w.message)]
+
+
 def test_surprise_refuses_a_chunk_size_that_is_no_count():
     # 0 failed in Tensor.split, naming no argument of ours.
     X, _, noise = _stream()

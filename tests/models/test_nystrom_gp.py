@@ -14,6 +14,7 @@ from botorch.models import SingleTaskGP
 from botorch.models.transforms import Normalize, Standardize
 from botorch.sampling import SobolQMCNormalSampler
 from botorch.utils.datasets import SupervisedDataset
+from botorch.utils.types import DEFAULT
 from gpytorch.mlls import ExactMarginalLogLikelihood
 from helpers import toy_data
 
@@ -136,6 +137,30 @@ def test_the_default_rules_cap_is_not_warned_of(tkwargs, monkeypatch):
         NystromGP(
             X, Y, inducing=RidgeLeverageSampler(max_size=2)
         ).select_inducing_points()
+
+
+@pytest.mark.parametrize("outcome_transform", [DEFAULT, None])
+def test_nearly_constant_outcomes_are_warned_as_single_task_gp_warns(
+    tkwargs, outcome_transform
+):
+    from botorch import settings
+    from botorch.exceptions.warnings import InputDataWarning
+
+    X, Y = _data(n=30, **tkwargs)
+    flat = 3.0 + 1e-12 * torch.randn_like(Y)
+    # SingleTaskGP warns of them; NystromGP did not.
+    with pytest.warns(InputDataWarning, match="outcome observations"):
+        SingleTaskGP(X, flat)
+    with pytest.warns(InputDataWarning, match=r"train_Y is \(nearly\) constant"):
+        NystromGP(X, flat, outcome_transform=outcome_transform)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        NystromGP(X, Y, outcome_transform=outcome_transform)
+        NystromGP(X[:1], flat[:1], outcome_transform=outcome_transform)
+        # BoTorch's switch for SingleTaskGP's check turns this one off too.
+        with settings.validate_input_scaling(False):
+            NystromGP(X, flat, outcome_transform=outcome_transform)
+    assert not [w for w in caught if "constant" in str(w.message)]
 
 
 def test_construction_caps_adaptive_sets_but_not_fixed_size_rules(tkwargs):

@@ -19,12 +19,17 @@ the data) and moving the data, and ``construct_inputs``.
 
 from __future__ import annotations
 
+import contextlib
 import copy
-from collections.abc import Callable, Iterable
+import warnings
+from collections.abc import Callable, Iterable, Iterator
+from contextvars import ContextVar
 from typing import Any
 
 import torch
+from botorch import settings
 from botorch.exceptions.errors import InputDataError, UnsupportedError
+from botorch.exceptions.warnings import InputDataWarning
 from botorch.models.gpytorch import GPyTorchModel
 from botorch.models.transforms.input import InputTransform
 from botorch.models.transforms.outcome import OutcomeTransform, Standardize
@@ -98,6 +103,7 @@ def fit_training_transforms(
             input_transform.to(train_X)
             transformed_X = input_transform(train_X)
     GPyTorchModel._validate_tensor_args(X=transformed_X, Y=train_Y, Yvar=train_Yvar)
+    warn_if_constant(train_Y)
     if outcome_transform == DEFAULT:
         outcome_transform = Standardize(m=train_Y.shape[-1])
     Y_tf, Yvar_tf = train_Y, train_Yvar
@@ -115,6 +121,67 @@ def fit_training_transforms(
                     "non-positive Y); check the data against the transform."
                 )
     return transformed_X, outcome_transform, Y_tf, Yvar_tf
+
+
+#: Outcomes whose standard deviation is at most this fraction of their size
+#: (of 1 when smaller) are (nearly) constant, as ``run_large_batch`` reads its
+#: design's.
+CONSTANT_SPREAD = 1e-8
+
+
+#: Whether :func:`warn_if_constant` warns, in this thread (see
+#: :func:`constant_outcomes_not_warned`).
+_WARN_CONSTANT: ContextVar[bool] = ContextVar("warn_if_constant", default=True)
+
+
+@contextlib.contextmanager
+def constant_outcomes_not_warned() -> Iterator[None]:
+    r"""Skip :func:`warn_if_constant` inside the block, in this thread only.
+
+    For a model rebuilt on the data it was built on and more (an
+    ``IncrementalGP``'s refits): the first build warned already. A filter
+    would not do: Python's registry that shows a warning once per place is
+    reset by every change of the filters, which the package's own
+    ``catch_warnings`` blocks make.
+    """
+    token = _WARN_CONSTANT.set(False)
+    try:
+        yield
+    finally:
+        _WARN_CONSTANT.reset(token)
+
+
+def warn_if_constant(train_Y: Tensor) -> None:
+    r"""Warn (``InputDataWarning``) of outcomes that are (nearly) constant.
+
+    ``SingleTaskGP`` warns of them: its ``Standardize`` leaves a spread below
+    ``1e-8`` unscaled and BoTorch's check finds the targets "not
+    standardized"; its fit then degrades, and so does this model's (a spread
+    of ``1e-12`` gave no warning). Like ``SingleTaskGP``'s check, this one is
+    skipped under ``botorch.settings.validate_input_scaling(False)``.
+
+    Args:
+        train_Y: The raw ``n x t`` observations.
+    """
+    if (
+        settings.validate_input_scaling.off()
+        or not _WARN_CONSTANT.get()
+        or train_Y.shape[-2] < 2
+    ):
+        return
+    with torch.no_grad():
+        std = train_Y.std(dim=-2)
+        size = train_Y.abs().amax(dim=-2).clamp_min(1.0)
+        constant = bool((std <= CONSTANT_SPREAD * size).any())
+    if constant:
+        warnings.warn(
+            "Data (outcome observations) is not standardized: train_Y is (nearly) "
+            f"constant (a spread at most {CONSTANT_SPREAD:g} of its size). The "
+            "model cannot tell the points apart and its fit degrades, as "
+            "SingleTaskGP's does.",
+            InputDataWarning,
+            stacklevel=4,
+        )
 
 
 def transform_like_training(
