@@ -537,15 +537,23 @@ class LargeBatchOptimizer:
     def tell(self, X: Tensor, Y: Tensor, failed: Tensor | None = None) -> None:
         r"""Record results for any subset of the asked points, in any order.
 
+        A row within rounding of one pending point is that point's result:
+        ``X.float()`` or a copy sent through float32 or half precision tells
+        the asked points, and the point recorded is the one asked (a row
+        within rounding of several pending points, none of which it equals
+        at its own precision, is refused). Any other row is a point evaluated
+        by other means.
+
         Args:
             X: A ``b x d`` tensor of points in ``bounds``: asked points (as
-                returned by :meth:`ask`) or points evaluated by other means.
+                returned by :meth:`ask`, or copies of them at a lower
+                precision) or points evaluated by other means.
             Y: A ``b`` or ``b x 1`` tensor of observations; NaN or infinity
                 marks a failure.
             failed: An optional ``b`` bool tensor: True marks a failure
                 whatever its ``Y``.
         """
-        X = self._checked_points(X)
+        X, precision = self._checked_points(X)
         b = X.shape[0]
         try:
             Y = torch.as_tensor(Y, dtype=torch.double)
@@ -577,16 +585,21 @@ class LargeBatchOptimizer:
                     "A result for this point was told already; every point is "
                     "told once."
                 )
+        ids = self._pending_ids(X, keys, precision)
         units, owners = [], []
-        for x, key in zip(X, keys, strict=True):
-            i = self._by_key.pop(key, None)
+        for x, i in zip(X, ids, strict=True):
             if i is None:
-                unit = normalize(x, self.bounds)
+                # Within the bounds' slack of a face: on it (a checkpoint's
+                # points lie in the unit cube).
+                unit = normalize(x, self.bounds).clamp(0.0, 1.0)
                 self._seen.add(_key(unit))
                 units.append(unit)
                 owners.append(-1)
             else:
-                unit, _, owner = self._pending.pop(i)
+                unit, raw, owner = self._pending.pop(i)
+                del self._by_key[_key(raw)]
+                # The asked point is told, whatever precision it came back in.
+                self._told_keys.add(_key(raw))
                 units.append(unit)
                 owners.append(owner)
         self._told_keys.update(keys)
@@ -612,13 +625,64 @@ class LargeBatchOptimizer:
         Args:
             X: A ``b x d`` tensor of pending points.
         """
-        for x in self._checked_points(X):
-            i = self._by_key.pop(_key(x), None)
+        X, precision = self._checked_points(X)
+        keys = [_key(x) for x in X]
+        for x, i in zip(X, self._pending_ids(X, keys, precision), strict=True):
             if i is None:
                 raise InputDataError(f"{x.tolist()} is not pending.")
-            self._pending.pop(i)
+            _, raw, _ = self._pending.pop(i)
+            del self._by_key[_key(raw)]
 
-    def _checked_points(self, X: Tensor) -> Tensor:
+    def _pending_ids(
+        self, X: Tensor, keys: list[bytes], precision: torch.dtype
+    ) -> list[int | None]:
+        # The pending point each row of ``X`` (in bounds, float64) stands for:
+        # the one it equals, else the one within rounding at the precision the
+        # caller passed (a float32 copy of an asked point is that point), else
+        # None (a point evaluated by other means).
+        ids: list[int | None] = [self._by_key.get(key) for key in keys]
+        if all(i is not None for i in ids) or not self._pending:
+            return ids
+        pending = list(self._pending)
+        raw = torch.stack([self._pending[i][1] for i in pending])
+        tolerance = self._rounding(precision)
+        claimed = {i for i in ids if i is not None}
+        for row, x in enumerate(X):
+            if ids[row] is not None:
+                continue
+            near = ((raw - x).abs() <= tolerance).all(-1).nonzero().flatten()
+            found = [pending[j] for j in near.tolist() if pending[j] not in claimed]
+            if len(found) > 1:
+                # Several within rounding: the one ``x`` equals at its precision.
+                found = [
+                    i
+                    for i in found
+                    if torch.equal(self._pending[i][1].to(precision).to(x), x)
+                ]
+                if len(found) != 1:
+                    name = str(precision).removeprefix("torch.")
+                    raise InputDataError(
+                        f"X's row {row} ({x.tolist()}) lies within {name} "
+                        f"rounding of {len(near)} pending points and cannot be "
+                        "told apart from them; tell the points as ask returned "
+                        "them (float64)."
+                    )
+            if found:
+                ids[row] = found[0]
+                claimed.add(found[0])
+        return ids
+
+    def _rounding(self, precision: torch.dtype) -> Tensor:
+        # How far from a point in bounds its copy at ``precision`` may lie, in
+        # each coordinate: rounding moves a coordinate by at most half its
+        # spacing (``eps * |value| / 2``); 1e-9 of the box covers float64 round
+        # trips (a point on a face read back a little outside it).
+        eps = torch.finfo(precision).eps if precision.is_floating_point else 0.0
+        scale = self.bounds.abs().max(0).values
+        return torch.maximum(eps * scale, 1e-9 * (self.bounds[1] - self.bounds[0]))
+
+    def _checked_points(self, X: Tensor) -> tuple[Tensor, torch.dtype]:
+        # ``X`` in float64, and the precision the caller passed it in.
         if (
             not isinstance(X, Tensor)
             or X.dim() != 2
@@ -629,17 +693,18 @@ class LargeBatchOptimizer:
                 f"X must be a non-empty b x {self.dim} tensor; got "
                 f"{tuple(X.shape) if isinstance(X, Tensor) else type(X).__name__}."
             )
+        precision = X.dtype
         X = X.detach().to(self.bounds)
         if not bool(torch.isfinite(X).all()):
             raise InputDataError("X contains NaN or infinite values.")
-        slack = 1e-9 * (self.bounds[1] - self.bounds[0])
+        slack = self._rounding(precision)
         outside = (X < self.bounds[0] - slack) | (X > self.bounds[1] + slack)
         if bool(outside.any()):
             row = int(outside.any(-1).nonzero()[0])
             raise InputDataError(
                 f"X's row {row} ({X[row].tolist()}) lies outside the bounds."
             )
-        return X
+        return X, precision
 
     # --------------------------------------------------------------- state
 

@@ -9,6 +9,7 @@ import pytest
 import torch
 from botorch.exceptions.errors import InputDataError
 from botorch.test_functions import Hartmann
+from botorch.utils.transforms import normalize
 
 from botorch_sketch.bo import (
     LargeBatchOptimizer,
@@ -495,3 +496,44 @@ def test_tampered_fields_are_refused_at_load_by_name(_saved, tmp_path, edit, mat
     torch.save(payload, tmp_path / "tampered.pt")
     with pytest.raises(CheckpointError, match=match):
         LargeBatchOptimizer.load(tmp_path / "tampered.pt", BOUNDS, **_settings())
+
+
+def test_float32_copies_of_asked_points_tell_them(tmp_path):
+    # Read before as points "evaluated by other means": the asked points
+    # stayed pending for good (every later ask conditioned on them), and a
+    # resumed run handed them out again.
+    optimizer = _optimizer(num_initial=8)
+    X = optimizer.ask(8)
+    optimizer.tell(X.float(), _f(X).float())
+    assert optimizer.pending.shape == (0, D) and optimizer.num_told == 8
+    # The points recorded are the ones asked, not their float32 copies.
+    assert torch.equal(optimizer.told_X, normalize(X, BOUNDS))
+    for copy in (X[:1], X[:1].float()):
+        with pytest.raises(InputDataError, match="told already"):
+            optimizer.tell(copy, _f(X[:1]))
+    more = optimizer.ask(4)
+    optimizer.forget(more[:1].float())
+    optimizer.tell(more[1:2].float(), _f(more[1:2]).float())
+    assert optimizer.pending.shape == (2, D)
+    optimizer.save(tmp_path / "run.pt")
+    resumed = LargeBatchOptimizer.load(
+        tmp_path / "run.pt", BOUNDS, **_settings(num_initial=8)
+    )
+    again = resumed.ask(6)
+    # The two still pending first, then new points: none evaluated already.
+    assert torch.equal(again[:2], more[2:])
+    assert torch.cdist(again, torch.cat([X, more[:2]])).min() > 1e-6
+
+
+def test_a_float32_copy_of_several_pending_points_is_refused():
+    # Far from 0 a float32 spacing (0.0625 at 10^6) holds several of the
+    # design's points: which one was evaluated cannot be told.
+    far = torch.tensor([[1e6], [1e6 + 1]], dtype=torch.double)
+    optimizer = LargeBatchOptimizer(far, **_settings(num_initial=32))
+    X = optimizer.ask(32)
+    assert int((X.float() == X[0].float()).sum()) > 1
+    with pytest.raises(InputDataError, match="float32 rounding .* told apart"):
+        optimizer.tell(X[:1].float(), torch.zeros(1))
+    assert optimizer.pending.shape == (32, 1) and optimizer.num_told == 0
+    optimizer.tell(X, torch.zeros(32))  # as asked: fine
+    assert optimizer.pending.shape == (0, 1)
