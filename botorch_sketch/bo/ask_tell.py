@@ -76,6 +76,10 @@ from botorch_sketch.checks import checked_count, checked_real
 #: How the model a proposal samples from treats pending points.
 PENDING_MODES = ("fantasize", "exclude")
 
+#: How far outside the unit cube a checkpoint's points may lie (float64 round
+#: trips of points on a face); further is refused at load.
+_UNIT_SLACK = 1e-6
+
 #: The columns of :attr:`LargeBatchOptimizer.log`, one row per ask that used
 #: the model: results told before it, points it proposed, its seconds, and the
 #: model's and regions' state.
@@ -864,6 +868,7 @@ class LargeBatchOptimizer:
                 raise checkpoint.CheckpointError(
                     f"The checkpoint's {name} is not a n x {d} tensor."
                 )
+        _check_observations(state)
         self._check_fields(state)
         self.train_X, self.train_Y = state["train_X"], state["train_Y"]
         self.told_X, self.told_Y = state["told_X"], state["told_Y"]
@@ -944,6 +949,29 @@ class LargeBatchOptimizer:
         optimizer = cls(bounds, **kwargs)
         optimizer.load_state_dict(checkpoint.load_checkpoint(path))
         return optimizer
+
+
+def _check_observations(state: dict[str, Any]) -> None:
+    # Points outside the unit cube (``best`` returned a point outside the
+    # bounds) and told points without their results, refused by name.
+    for name in ("train_X", "told_X", "pending_X", "new_X"):
+        t = state[name]
+        outside = ~((t >= -_UNIT_SLACK) & (t <= 1 + _UNIT_SLACK)).all(-1)  # NaN too
+        if bool(outside.any()):
+            row = int(outside.nonzero()[0])
+            raise checkpoint.CheckpointError(
+                f"The checkpoint's {name} has row {row} ({t[row].tolist()}) "
+                "outside the unit cube (its points are the bounds mapped to "
+                "[0, 1]); the file is damaged or was edited."
+            )
+    n = state["told_X"].shape[0]
+    told_Y = state["told_Y"]
+    if not isinstance(told_Y, Tensor) or tuple(told_Y.shape) != (n, 1):
+        found = tuple(told_Y.shape) if isinstance(told_Y, Tensor) else told_Y
+        raise checkpoint.CheckpointError(
+            f"The checkpoint's told_Y is {found!r}, not a {n} x 1 tensor (one "
+            "result per row of told_X); the file is damaged or was edited."
+        )
 
 
 def _engine_state(engine: SobolEngine) -> dict[str, Any]:

@@ -537,3 +537,30 @@ def test_a_float32_copy_of_several_pending_points_is_refused():
     assert optimizer.pending.shape == (32, 1) and optimizer.num_told == 0
     optimizer.tell(X, torch.zeros(32))  # as asked: fine
     assert optimizer.pending.shape == (0, 1)
+
+
+def _outside_the_cube(state):
+    # A row well outside the bounds, with the best value of all.
+    state["train_X"][2, 1] = 3.0
+    state["train_Y"][2] = 100.0
+
+
+@pytest.mark.parametrize(
+    "edit, match",
+    [
+        # Loaded, and best() returned a point outside the bounds.
+        (_outside_the_cube, "train_X has row 2 .* outside the unit cube"),
+        (lambda s: s["told_X"].__setitem__((0, 0), math.nan), "told_X has row 0"),
+        # Loaded, with told points that had no results.
+        (lambda s: s.update(told_Y=s["told_Y"][:3]), "told_Y is \\(3, 1\\)"),
+    ],
+    ids=["train_X-outside", "told_X-nan", "short-told_Y"],
+)  # fmt: skip
+def test_points_outside_the_cube_and_short_results_are_refused(
+    _saved, tmp_path, edit, match
+):
+    payload = torch.load(_saved, weights_only=True)
+    edit(payload["state"])
+    torch.save(payload, tmp_path / "tampered.pt")
+    with pytest.raises(CheckpointError, match=match):
+        LargeBatchOptimizer.load(tmp_path / "tampered.pt", BOUNDS, **_settings())
