@@ -87,3 +87,44 @@ def checked_real(
             f"{name} must be finite and {bound} (a real number); got {shown!r}."
         )
     return number
+
+
+#: The most memory, in bytes, one call sets out to use at once for a request's
+#: points (4 GiB). A request estimated above it (a batch of 10^6 Thompson
+#: paths, a CMA-ES population of 10^8) is refused by
+#: :func:`checked_memory` before anything is allocated; raise it to allow
+#: one deliberately.
+MAX_BYTES = 4 * 2**30
+
+
+def checked_memory(count: int, per_item: float, name: str, what: str) -> int:
+    r"""``count`` if ``count * per_item`` bytes fit :data:`MAX_BYTES`, else an error.
+
+    Args:
+        count: The requested size (a number of points).
+        per_item: The estimated bytes each of them needs at once.
+        name: The argument that set ``count``, as the error names it.
+        what: What each item is, for the error (e.g. "Thompson paths over
+            1000 candidates").
+
+    Returns:
+        ``count``.
+    """
+    need = count * per_item
+    if need > MAX_BYTES:
+        most = int(MAX_BYTES // per_item)
+        fix = (
+            f"Use at most {most}"
+            if most > 0
+            else f"Even one needs {_gib(per_item)}: lower the settings it depends on"
+        )
+        raise InputDataError(
+            f"{name} = {count} asks for {count} {what}: about {_gib(need)} at "
+            f"once, above botorch_sketch.checks.MAX_BYTES ({_gib(MAX_BYTES)}). "
+            f"{fix}, or raise MAX_BYTES if the machine has the memory."
+        )
+    return count
+
+
+def _gib(size: float) -> str:
+    return f"{size / 2**30:.3g} GiB"

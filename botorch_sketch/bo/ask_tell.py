@@ -71,10 +71,14 @@ from botorch_sketch.bo.thompson import (
     thompson_batch,
 )
 from botorch_sketch.bo.trust_region import TurboState
-from botorch_sketch.checks import checked_count, checked_real
+from botorch_sketch.checks import checked_count, checked_memory, checked_real
 
 #: How the model a proposal samples from treats pending points.
 PENDING_MODES = ("fantasize", "exclude")
+
+#: Bytes a point asked holds in the optimizer's books (keys, rows, dict entries;
+#: measured about 1.6 kB plus 22 bytes per dimension).
+_REGISTERED_BYTES = 2048
 
 #: How far outside the unit cube a checkpoint's points may lie (float64 round
 #: trips of points on a face); further is refused at load.
@@ -232,6 +236,7 @@ class LargeBatchOptimizer:
         self.num_initial = checked_count(
             self.q if num_initial is None else num_initial, "num_initial"
         )
+        self._default_candidates = num_candidates is None
         if num_candidates is None:
             num_candidates = max(1000, 5 * self.q)
         self.num_candidates = checked_count(num_candidates, "num_candidates")
@@ -249,6 +254,16 @@ class LargeBatchOptimizer:
         self.pending_mode = pending
         self.bounds = bounds.detach().to(torch.double).clone()
         self.dim = d = self.bounds.shape[-1]
+        # Sizes whose tensors would not fit, refused before any is drawn.
+        checked_memory(self.q, self._point_bytes(), "q", self._paths(note=True))
+        checked_memory(
+            self.num_initial, _REGISTERED_BYTES + 64 * d, "num_initial",
+            "design points",
+        )  # fmt: skip
+        checked_memory(
+            self.num_candidates, 8 * (2 * self.num_features + 4 * d),
+            "num_candidates", f"candidates of {self.num_features} features each",
+        )  # fmt: skip
         self._unit = torch.stack([torch.zeros(d), torch.ones(d)]).to(self.bounds)
         self.surrogate = default_surrogate() if surrogate is None else surrogate
         self.generator = torch.Generator().manual_seed(self.seed)
@@ -363,6 +378,9 @@ class LargeBatchOptimizer:
             A ``n x d`` tensor in ``bounds``, each pending until told.
         """
         n = checked_count(n, "n")
+        if n > len(self._reissue) + self.num_initial - self._design_asked:
+            # Beyond the points drawn already: a batch of ``n`` paths.
+            checked_memory(n, self._point_bytes(), "n", self._paths())
         out: list[Tensor] = []
         while self._reissue and len(out) < n:
             i = self._reissue.pop(0)
@@ -393,6 +411,20 @@ class LargeBatchOptimizer:
             self._register(unit, torch.cat(owners), out)
         self.asks += 1
         return torch.stack(out)
+
+    def _point_bytes(self) -> float:
+        # The memory a point of a Thompson batch needs at once: its path's
+        # values at the candidates (a few ``N`` copies) and its feature
+        # weights and values at its own perturbations (``(2 L + 3) F``), its
+        # registration besides (measured: 178 kB a point at N = 1000,
+        # F = 1024, L = 8; 607 kB at N = 20000).
+        N, F, L = self.num_candidates, self.num_features, self.num_local
+        return 8 * (3 * N + (2 * L + 3) * F) + _REGISTERED_BYTES + 64 * self.dim
+
+    def _paths(self, note: bool = False) -> str:
+        note = note and self._default_candidates
+        default = " (max(1000, 5 q) by default)" if note else ""
+        return f"Thompson paths over {self.num_candidates} candidates{default}"
 
     def _register(self, unit: Tensor, owner: Tensor, out: list[Tensor]) -> None:
         raw = unnormalize(unit, self.bounds)

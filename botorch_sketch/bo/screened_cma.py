@@ -96,7 +96,7 @@ from torch import Tensor
 from botorch_sketch.bo.ask_tell import AskRecord, _key, best_observation
 from botorch_sketch.bo.sampling import posterior_means
 from botorch_sketch.bo.thompson import check_region, default_surrogate
-from botorch_sketch.checks import checked_count, checked_real
+from botorch_sketch.checks import checked_count, checked_memory, checked_real
 
 if TYPE_CHECKING:
     import cma
@@ -157,6 +157,14 @@ class ScreenedCMAES:
         self.q = checked_count(q, "q", minimum=2)
         self.num_initial = self.q
         self.oversample = checked_count(oversample, "oversample")
+        # CMA-ES's books take about 250 bytes per member of the population, a
+        # draw about 1.4 kB and 40 bytes per dimension (measured at q = 2 10^5:
+        # 1.4 kB in 2 dimensions, 3.3 kB in 50); refused before any is drawn.
+        per_point = 256 + self.oversample * (1536 + 48 * self.dim)
+        checked_memory(
+            self.q, per_point, "q",
+            f"points per generation, {self.oversample} draws each (oversample)",
+        )  # fmt: skip
         self.rank_tolerance = checked_real(rank_tolerance, "rank_tolerance")
         self.sigma0 = checked_real(sigma0, "sigma0", positive=True)
         self.sparse_share = checked_real(sparse_share, "sparse_share")

@@ -11,6 +11,7 @@ from botorch.exceptions.errors import InputDataError
 from botorch.test_functions import Hartmann
 from botorch.utils.transforms import normalize
 
+from botorch_sketch import checks
 from botorch_sketch.bo import (
     LargeBatchOptimizer,
     default_surrogate,
@@ -564,3 +565,22 @@ def test_points_outside_the_cube_and_short_results_are_refused(
     torch.save(payload, tmp_path / "tampered.pt")
     with pytest.raises(CheckpointError, match=match):
         LargeBatchOptimizer.load(tmp_path / "tampered.pt", BOUNDS, **_settings())
+
+
+def test_sizes_that_do_not_fit_are_refused_by_name(monkeypatch):
+    # They tried to allocate 8-16 GB (q = 10^9: a Sobol design of 10^9 points).
+    with pytest.raises(InputDataError, match="q = 1000000000 .* GiB"):
+        LargeBatchOptimizer(BOUNDS, q=10**9)
+    with pytest.raises(InputDataError, match="num_initial = 1000000000 .* GiB"):
+        _optimizer(num_initial=10**9)
+    optimizer = _optimizer()
+    with pytest.raises(InputDataError, match="n = 1000000 .* Use at most"):
+        optimizer.ask(10**6)
+    # Nothing drawn: the design comes out as before.
+    assert optimizer.pending.shape == (0, D)
+    assert torch.equal(optimizer.ask(6), _optimizer().ask(6))
+    # The limit is a setting: below it, the same ask goes on.
+    monkeypatch.setattr(checks, "MAX_BYTES", 10**6)
+    with pytest.raises(InputDataError, match="n = 100 .* Use at most [1-9]"):
+        optimizer.ask(100)
+    assert optimizer.ask(2).shape == (2, D)

@@ -350,3 +350,15 @@ def test_no_injection_warning_from_the_draws_screening_leaves_out():
         if issubclass(w.category, cma.evolution_strategy.InjectionWarning)
     ]
     assert injected == []
+
+
+def test_a_population_that_does_not_fit_is_refused_by_name(monkeypatch):
+    # q = 10^8 set out to allocate tens of GB (CMA-ES's books and draws).
+    with pytest.raises(InputDataError, match="q = 100000000 .* GiB"):
+        ScreenedCMAES(_unit(2), q=10**8)
+    from botorch_sketch import checks
+
+    monkeypatch.setattr(checks, "MAX_BYTES", 10**6)
+    with pytest.raises(InputDataError, match="q = 1000 .* Use at most [1-9]"):
+        ScreenedCMAES(_unit(2), q=1000)
+    assert ScreenedCMAES(_unit(2), q=10).ask().shape == (10, 2)
