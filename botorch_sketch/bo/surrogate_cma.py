@@ -88,6 +88,8 @@ if TYPE_CHECKING:
 
 #: A told point matches an asked one within this distance (unit cube, max-norm).
 MATCH_TOLERANCE = 1e-4
+#: The residual GP's hyperparameters are chosen once in this many populations.
+CHOOSE_EVERY = 4
 #: Points (in millions of coordinates) one population may hold.
 MAX_POPULATION_ENTRIES = 50
 
@@ -220,6 +222,8 @@ class SurrogateCMAES:
                 x0, self.sigma0, options
             )
         self.trend = LQModel()
+        self._trend, self._trend_count = None, None  # the last fit, by data seen
+        self._hyperparameters: tuple[float, float] | None = None
         # lq-CMA-ES's archive holds at least a population (SurrogatePopulation).
         self.trend.settings.max_absolute_size = self.popsize
         if (self.dim + 1) * (self.dim + 2) // 2 > self.max_quadratic_terms:
@@ -307,7 +311,11 @@ class SurrogateCMAES:
             "state": torch.zeros(size, dtype=torch.long),  # 0 free, 1 out, 2 told
             "F": torch.full((size,), math.nan, dtype=torch.double),
             "target": size if self.batched else self._rounded(int(first)),
-            "hyperparameters": None,
+            # The GP's lengthscale and nugget are chosen afresh every
+            # CHOOSE_EVERY populations, and kept in between.
+            "hyperparameters": None
+            if len(self.rank_correlation) % CHOOSE_EVERY == 0
+            else self._hyperparameters,
             "model": None,
         }
         self._refresh()
@@ -344,11 +352,15 @@ class SurrogateCMAES:
         model = None
         X = g["X"]
         if self.residual and self.train_X.shape[0] >= 3:
-            # The regression is refitted once a population (the GP takes in
-            # each increment); lq-CMA-ES's refits at every one.
-            if "trend" not in g:
-                g["trend"] = Trend.of(self.trend)
-            mean, root = search_metric(self.es)
+            # The regression is refitted at each increment, as lq-CMA-ES's
+            # is, by QR (its pseudo-inverse is the larger cost).
+            if self._trend_count != (self.trend.count, len(self.trend.types)):
+                self._trend = Trend.fit(self.trend)
+                self._trend_count = (self.trend.count, len(self.trend.types))
+            g["trend"] = self._trend
+            if "metric" not in g:  # CMA-ES's distribution, fixed until told
+                g["metric"] = search_metric(self.es)
+            mean, root = g["metric"]
             model = WhitenedResidualGP(
                 g["trend"],
                 self.train_X,
@@ -358,7 +370,7 @@ class SurrogateCMAES:
                 local_size=self.local_size,
                 hyperparameters=g["hyperparameters"],
             )
-            g["hyperparameters"] = model.hyperparameters
+            g["hyperparameters"] = self._hyperparameters = model.hyperparameters
             g["predict"] = lambda Z: model.predict(Z)[0]
         else:
             trend = Trend.of(self.trend)
@@ -495,7 +507,12 @@ class SurrogateCMAES:
         self.es.tell(list(g["X"].numpy()), (F / self._scale).tolist())
         self.trend.adapt_max_relative_size(tau)
         if self.inject and self.trend.types:
-            xopt = np.asarray(self.trend.xopt, dtype=float)
+            trend = g.get("trend")
+            if trend is None:  # the regression alone: LQModel's own optimum
+                xopt = np.asarray(self.trend.xopt, dtype=float)
+            else:
+                optimum = trend.optimum()
+                xopt = np.full(self.dim, np.nan) if optimum is None else optimum.numpy()
             if np.isfinite(xopt).all():
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")

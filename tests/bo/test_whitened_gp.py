@@ -166,3 +166,19 @@ def test_leave_one_out_means_are_the_refitted_gps():
             refit.residual[:, None], refit._cholesky
         ).squeeze(-1)
         assert torch.allclose(loo[i], refit.predict(X[i : i + 1])[0][0], atol=1e-8)
+
+
+@pytest.mark.parametrize("samples", [12, 60])  # a diagonal, then a full quadratic
+def test_the_qr_fit_and_its_optimum_equal_lqmodels(samples):
+    rng = np.random.default_rng(3)
+    model = LQModel()
+    for _ in range(samples):
+        x = rng.uniform(size=3)
+        model.add_data_row(x, float(np.sum((x - 0.4) ** 2 * [1, 5, 9]) + x[0] * x[2]))
+    fitted, own = Trend.fit(model), Trend.of(model)
+    assert fitted.types == own.types and "quadratic" in own.types
+    assert torch.allclose(fitted.coefficients, own.coefficients, atol=1e-8)
+    assert torch.allclose(
+        fitted.optimum(), torch.as_tensor(np.asarray(model.xopt)), atol=1e-8
+    )
+    assert Trend.fit(LQModel()).optimum() is None
