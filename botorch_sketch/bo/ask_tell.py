@@ -669,6 +669,25 @@ class LargeBatchOptimizer:
             _, raw, _ = self._pending.pop(i)
             del self._by_key[_key(raw)]
 
+    def requeue(self, X: Tensor) -> None:
+        r"""Hand pending points out again, first, at the next :meth:`ask`.
+
+        For points whose evaluation was abandoned (a run stopped with them in
+        flight): they stay pending, as points in flight at a checkpoint's
+        save do at its resume.
+
+        Args:
+            X: A ``b x d`` tensor of pending points.
+        """
+        X, precision = self._checked_points(X)
+        keys = [_key(x) for x in X]
+        ids = self._pending_ids(X, keys, precision)
+        for x, i in zip(X, ids, strict=True):
+            if i is None:
+                raise InputDataError(f"{x.tolist()} is not pending.")
+        queued = set(self._reissue)
+        self._reissue.extend(i for i in ids if i not in queued)
+
     def _pending_ids(
         self, X: Tensor, keys: list[bytes], precision: torch.dtype
     ) -> list[int | None]:

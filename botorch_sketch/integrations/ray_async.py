@@ -20,8 +20,18 @@ with ``workers`` Ray actors that evaluate one point each at a time:
   proposals are conditioned on them;
 - a point whose worker died (the process killed, the node lost) is resubmitted
   to a fresh worker up to ``max_retries`` times, then told as failed; a point
-  whose objective raised is told as failed at once. No point is told twice,
-  and none is lost;
+  whose objective raised, or ran past ``timeout`` seconds (its worker is then
+  replaced), is told as failed at once, and the error's text is kept in the
+  report. No point is told twice, and none is lost;
+- as :func:`~botorch_sketch.bo.run_large_batch` does, the run stops after
+  ``max_failed_batches`` rounds of ``workers`` results in a row that all
+  failed, each warned with a
+  :class:`~botorch_sketch.bo.FailedBatchWarning` that quotes the last error
+  (an objective that always raises, or returns something other than one
+  number, does not spend the whole budget); the points still out are asked
+  again first by the optimizer's next ask;
+- workers that cannot start (more CPUs asked for than the cluster has) are
+  refused after ``start_timeout`` seconds with the CPUs asked for and found;
 - with ``checkpoint``, the optimizer is saved (atomically) after every round;
   a run killed at any moment resumes from it with
   :meth:`LargeBatchOptimizer.load <botorch_sketch.bo.LargeBatchOptimizer.load>`
@@ -49,6 +59,7 @@ from __future__ import annotations
 import math
 import threading
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -60,6 +71,7 @@ from torch import Tensor
 from tqdm.auto import tqdm
 
 from botorch_sketch.bo.ask_tell import LargeBatchOptimizer
+from botorch_sketch.bo.large_batch import FailedBatchWarning
 from botorch_sketch.checks import checked_count, checked_real
 
 INSTALL_HINT = "pip install botorch-sketch[ray] (pip install -e '.[ray]' in a clone)"
@@ -71,10 +83,16 @@ class RayRunReport:
 
     Attributes:
         evaluations: Results told in this call (failures included).
-        failed: Of those, failures (NaN, the objective raised, or the worker
-            died more than ``max_retries`` times).
+        failed: Of those, failures (NaN, the objective raised or ran past
+            ``timeout``, or the worker died more than ``max_retries`` times).
         retried: Resubmissions after a worker died.
         workers_lost: Workers that died (and were replaced).
+        timed_out: Evaluations that ran past ``timeout`` (each worker
+            replaced).
+        errors: The error of each failure that had one, in the order told
+            (``"ValueError: simulator diverged"``; NaN results have none).
+        stopped_reason: ``"failed batches"`` if the run stopped after
+            ``max_failed_batches`` rounds of failures, else ``""``.
         wall_seconds: The call's wall-clock seconds, from the first
             submission to the last result.
         busy_seconds: Seconds the workers spent in the objective, summed.
@@ -92,6 +110,9 @@ class RayRunReport:
     failed: int = 0
     retried: int = 0
     workers_lost: int = 0
+    timed_out: int = 0
+    errors: list[str] = field(default_factory=list)
+    stopped_reason: str = ""
     wall_seconds: float = 0.0
     busy_seconds: float = 0.0
     workers: int = 0
@@ -127,7 +148,16 @@ class RayRunReport:
 def _evaluate(objective: Callable[[Tensor], Any], x: Tensor) -> tuple[float, float]:
     # On a worker: one point's observation and the seconds it took.
     start = time.perf_counter()
-    out = torch.as_tensor(objective(x.unsqueeze(0)), dtype=torch.double)
+    output = objective(x.unsqueeze(0))
+    try:
+        out = torch.as_tensor(output, dtype=torch.double)
+    except (TypeError, ValueError, RuntimeError) as e:
+        shown = repr(output)
+        shown = shown if len(shown) <= 60 else shown[:57] + "..."
+        raise InputDataError(
+            f"The objective returned {type(output).__name__} ({shown}) for one "
+            "point; expected a number or a one-element tensor."
+        ) from e
     if out.numel() != 1:
         raise InputDataError(
             f"The objective returned {out.numel()} values for one point; expected 1."
@@ -146,6 +176,9 @@ def run_on_ray(
     checkpoint_every: float = 0.0,
     worker_options: dict[str, Any] | None = None,
     progress: bool = True,
+    timeout: float | None = None,
+    max_failed_batches: int = 3,
+    start_timeout: float | None = 60.0,
 ) -> RayRunReport:
     r"""Evaluate ``evaluations`` points on ``workers`` Ray workers, asynchronously.
 
@@ -172,6 +205,19 @@ def run_on_ray(
             elsewhere).
         progress: Show a progress bar (best value, evaluations per second,
             workers busy).
+        timeout: Seconds one evaluation may run, from when its worker starts
+            it (a replaced worker's own start is not counted, up to
+            ``start_timeout``). A point past it is told as failed and its
+            worker replaced (a hung objective is killed with it). None: no
+            limit.
+        max_failed_batches: Stop after this many rounds of ``workers``
+            results in a row that all failed (each warned, with the last
+            error); the points still out are asked again first by the
+            optimizer's next ask.
+        start_timeout: Seconds to wait for the workers to start (an actor
+            that asks for more CPUs than the cluster has never does); past
+            it the call is refused with the CPUs asked for and found. None
+            waits for good (an autoscaling cluster that adds nodes).
 
     Returns:
         A :class:`RayRunReport`.
@@ -187,6 +233,11 @@ def run_on_ray(
     queue = checked_count(queue, "queue")
     max_retries = checked_count(max_retries, "max_retries", minimum=0)
     checkpoint_every = checked_real(checkpoint_every, "checkpoint_every", minimum=0.0)
+    if timeout is not None:
+        timeout = checked_real(timeout, "timeout", positive=True)
+    max_failed_batches = checked_count(max_failed_batches, "max_failed_batches")
+    if start_timeout is not None:
+        start_timeout = checked_real(start_timeout, "start_timeout", positive=True)
     try:
         import ray
     except ImportError:
@@ -197,9 +248,18 @@ def run_on_ray(
     remote = ray.remote(_Worker).options(**options)
     shipped = ray.put(objective)
     actors = [remote.remote(shipped) for _ in range(workers)]
-    # In flight: ref -> (worker, point, attempts); ``load``: per worker.
+    # In flight: ref -> (worker, point, attempts); ``load``: per worker;
+    # ``queues``: each worker's refs in the order it runs them, the first
+    # running since ``since`` (a Ray actor runs its calls one at a time, in
+    # order); ``starting``: replaced workers not yet up (their ping, and
+    # when), whose first point's clock starts once they answer.
     flight: dict[Any, tuple[int, Tensor, int]] = {}
     load = [0] * workers
+    queues: list[list[Any]] = [[] for _ in range(workers)]
+    since = [0.0] * workers
+    starting: dict[int, tuple[Any, float]] = {}
+    failed_in_a_row = 0
+    batch = workers  # a round of the fleet: run_large_batch's batch
     report = RayRunReport(workers=workers)
     bar = tqdm(total=evaluations, desc="async TS on Ray", disable=not progress)
     proposer = _Proposer(optimizer, evaluations, workers * (queue + 1), checkpoint)
@@ -209,9 +269,82 @@ def run_on_ray(
     best = optimizer.best()[1]
 
     def submit(i: int, x: Tensor, attempts: int) -> None:
-        flight[actors[i].evaluate.remote(x)] = (i, x, attempts)
+        ref = actors[i].evaluate.remote(x)
+        flight[ref] = (i, x, attempts)
         load[i] += 1
+        if not queues[i]:
+            since[i] = time.perf_counter()
+        queues[i].append(ref)
         report.last_dispatch = time.perf_counter() - start
+
+    def done(ref: Any) -> tuple[int, Tensor, int]:
+        # The ref's entry, out of the books; the worker's next point starts.
+        i, x, attempts = flight.pop(ref)
+        load[i] -= 1
+        queues[i].remove(ref)
+        since[i] = time.perf_counter()
+        return i, x, attempts
+
+    def replaced(i: int) -> None:
+        # Worker ``i`` is a fresh actor: its start (a process, the objective
+        # unpickled, seconds) is not its first point's time.
+        if timeout is not None:
+            starting[i] = (actors[i].ping.remote(), time.perf_counter())
+
+    def due(i: int) -> float:
+        # When worker ``i``'s running point passes ``timeout``: a worker still
+        # starting gets ``start_timeout`` more from its replacement.
+        if i in starting:
+            allowance = math.inf if start_timeout is None else start_timeout
+            return starting[i][1] + allowance + timeout
+        return since[i] + timeout
+
+    def expired() -> list[tuple[Tensor, float, str]]:
+        # Points past ``timeout``, failed; their workers replaced and the
+        # points queued behind them resubmitted to the fresh ones.
+        if timeout is None:
+            return []
+        if starting:
+            pings = [ping for ping, _ in starting.values()]
+            up, _ = ray.wait(pings, num_returns=len(pings), timeout=0)
+            for i, (ping, _) in list(starting.items()):
+                if ping in up:
+                    del starting[i]
+                    since[i] = time.perf_counter()
+        now = time.perf_counter()
+        failures = []
+        for i in range(workers):
+            if not queues[i] or now <= due(i):
+                continue
+            refs, queues[i] = queues[i], []
+            load[i] = 0
+            entries = [flight.pop(ref) for ref in refs]
+            ray.kill(actors[i])
+            actors[i] = remote.remote(shipped)
+            replaced(i)
+            report.timed_out += 1
+            text = f"TimeoutError: the evaluation ran past timeout={timeout:g} s"
+            failures.append((entries[0][1], math.nan, text))
+            for _, x, attempts in entries[1:]:
+                submit(i, x, attempts)
+        return failures
+
+    def wait_timeout() -> float | None:
+        # How long ``ray.wait`` may block: a free slot while more points are
+        # to come looks again soon (an idle worker sooner), the proposer may
+        # add some before a result; with ``timeout``, until the first point
+        # due.
+        wait = None
+        if proposer.more_to_come and min(load) < queue:
+            wait = 0.005 if min(load) == 0 else 0.02
+        if timeout is not None:
+            busy = [due(i) for i in range(workers) if queues[i]]
+            if busy:
+                first = max(0.0, min(busy) - time.perf_counter()) + 0.001
+                # A worker starting: look for its answer every 0.05 s.
+                first = min(first, 0.05) if starting else first
+                wait = first if wait is None else min(wait, first)
+        return wait
 
     def dispatch() -> None:
         # Ready points to the least loaded workers, up to ``queue`` each; in
@@ -228,7 +361,7 @@ def run_on_ray(
 
     try:
         # The clock starts once every worker is up (has the objective).
-        ray.get([actor.ping.remote() for actor in actors])
+        _started(ray, actors, options, start_timeout)
         start = proposer.start = time.perf_counter()
         proposer.thread.start()
         told = 0
@@ -240,48 +373,65 @@ def run_on_ray(
             if not flight:
                 proposer.wait_for_points(timeout=1.0)
                 continue
-            # A free slot while more points are to come: look again soon (an
-            # idle worker sooner), the proposer may add some before a result.
-            timeout = None
-            if proposer.more_to_come and min(load) < queue:
-                timeout = 0.005 if min(load) == 0 else 0.02
-            ready, _ = ray.wait(list(flight), num_returns=1, timeout=timeout)
-            if not ready:
-                continue
-            more, _ = ray.wait(list(flight), num_returns=len(flight), timeout=0)
-            ready = list(dict.fromkeys(ready + more))
-            results: list[tuple[Tensor, float]] = []
+            ready, _ = ray.wait(list(flight), num_returns=1, timeout=wait_timeout())
+            if ready:
+                more, _ = ray.wait(list(flight), num_returns=len(flight), timeout=0)
+                ready = list(dict.fromkeys(ready + more))
+            outcomes: list[tuple[Tensor, float, str]] = []
             for ref in ready:
-                i, x, attempts = flight.pop(ref)
-                load[i] -= 1
+                i, x, attempts = done(ref)
                 try:
                     y, seconds = ray.get(ref)
                     report.busy_seconds += seconds
                     end = time.perf_counter() - start
                     report.spans.append((end - seconds, end))
-                except ray.exceptions.RayTaskError:
-                    y = math.nan  # the objective raised: the point failed
-                except ray.exceptions.RayError:
+                    outcomes.append((x, y, ""))
+                except ray.exceptions.RayTaskError as e:
+                    # The objective raised: the point failed, with its error.
+                    outcomes.append((x, math.nan, _error_text(e)))
+                except ray.exceptions.RayError as e:
                     # The worker died: a fresh one, the point again (or failed).
                     if _replace(ray, actors, i, remote, shipped):
                         report.workers_lost += 1
+                        replaced(i)
                     if attempts < max_retries:
                         report.retried += 1
                         submit(i, x, attempts + 1)
                         continue
-                    y = math.nan
-                results.append((x, y))
+                    outcomes.append((x, math.nan, _error_text(e)))
+            # Then the points still running past ``timeout``.
+            outcomes += expired()
+            if not outcomes:
+                continue
             # The freed slots first, then the results to the proposer.
             dispatch()
-            if results:
-                proposer.put(results)
-                values = [y for _, y in results]
-                told += len(values)
-                report.evaluations += len(values)
-                report.failed += sum(not math.isfinite(y) for y in values)
-                report.values.extend(values)
-                best = max([best, *(y for y in values if math.isfinite(y))])
-                bar.update(len(values))
+            proposer.put([(x, y) for x, y, _ in outcomes])
+            values = [y for _, y, _ in outcomes]
+            told += len(values)
+            report.evaluations += len(values)
+            report.failed += sum(not math.isfinite(y) for y in values)
+            report.values.extend(values)
+            report.errors.extend(text for _, _, text in outcomes if text)
+            best = max([best, *(y for y in values if math.isfinite(y))])
+            bar.update(len(values))
+            for _, y, _ in outcomes:
+                failed_in_a_row = 0 if math.isfinite(y) else failed_in_a_row + 1
+                if failed_in_a_row == 0 or failed_in_a_row % batch:
+                    continue
+                rounds = failed_in_a_row // batch
+                last = report.errors[-1] if report.errors else "none (NaN results)"
+                warnings.warn(
+                    f"The last {failed_in_a_row} results all failed: {rounds} "
+                    f"round(s) of {batch} (workers) in a row, the run stops "
+                    f"after {max_failed_batches}. The last error: {last}",
+                    FailedBatchWarning,
+                    stacklevel=2,
+                )
+                if rounds >= max_failed_batches:
+                    report.stopped_reason = "failed batches"
+                    break
+            if report.stopped_reason:
+                break
             now = time.perf_counter() - start
             busy = sum(k > 0 for k in load)
             report.busy_trace.append((now, busy))
@@ -290,18 +440,52 @@ def run_on_ray(
                 evals_per_s=f"{report.evaluations / max(now, 1e-9):.3g}",
                 busy=f"{busy}/{workers}",
             )
-        proposer.finish()
+        if not report.stopped_reason:
+            proposer.finish()
     finally:
         if start is not None:
             report.wall_seconds = time.perf_counter() - start
         proposer.stop()
-        report.best_value = optimizer.best()[1]
         bar.close()
-        for ref in flight:
-            ray.cancel(ref, force=True)
+        # Killing the workers ends their calls in flight (Ray refuses
+        # ``ray.cancel(force=True)`` of an actor's calls).
         for actor in actors:
             ray.kill(actor)
+        # A run that stopped early: the results handed over are told, and the
+        # points in flight or ready come first out of the next ask.
+        proposer.wind_up([x for _, x, _ in flight.values()])
+        report.best_value = optimizer.best()[1]
     return report
+
+
+def _started(
+    ray: Any, actors: list[Any], options: dict[str, Any], start_timeout: float | None
+) -> None:
+    # Wait until every worker answers, or refuse after ``start_timeout``
+    # seconds with the resources asked for and found.
+    try:
+        ray.get([actor.ping.remote() for actor in actors], timeout=start_timeout)
+    except ray.exceptions.GetTimeoutError:
+        cpus = float(options.get("num_cpus", 1)) * len(actors)
+        total = ray.cluster_resources().get("CPU", 0.0)
+        free = ray.available_resources().get("CPU", 0.0)
+        raise InputDataError(
+            f"run_on_ray's {len(actors)} workers did not all start within "
+            f"start_timeout={start_timeout:g} s: they ask for {cpus:g} CPUs "
+            f"(worker_options {options}), and the Ray cluster has {total:g} CPUs "
+            f"({free:g} free). Pass fewer workers, a smaller num_cpus in "
+            "worker_options, or start_timeout=None on a cluster that adds nodes."
+        ) from None
+
+
+def _error_text(error: BaseException) -> str:
+    # "ValueError: simulator diverged" for an error raised by the objective on
+    # a worker (Ray wraps it with the worker's traceback); Ray's own otherwise.
+    cause = getattr(error, "cause", None)
+    if isinstance(cause, BaseException):
+        error = cause
+    lines = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {lines[0] if lines else ''}"
 
 
 class _Proposer:
@@ -377,6 +561,25 @@ class _Proposer:
             self.lock.notify_all()
         if self.thread.is_alive():
             self.thread.join()
+
+    def wind_up(self, out: list[Tensor]) -> None:
+        # After ``stop``, in the driver: tell the results handed over and not
+        # yet told, and put the points still ``out`` (in flight) and ready
+        # first in line for the optimizer's next ask, so none stays pending
+        # for good. Not after the thread's own error (the optimizer may be
+        # mid-update).
+        if self.error is not None or self.thread.is_alive():
+            return
+        results, self.results = self.results, []
+        if results:
+            X = torch.stack([x for x, _ in results])
+            Y = torch.tensor([y for _, y in results], dtype=torch.double)
+            self.optimizer.tell(X, Y)
+            self.unsaved = True
+        points, self.ready = out + self.ready, []
+        if points:
+            self.optimizer.requeue(torch.stack(points))
+        self._save(last=True)
 
     def _missing(self) -> int:
         # Points to ask for: up to ``held`` in flight or ready, within budget.

@@ -584,3 +584,17 @@ def test_sizes_that_do_not_fit_are_refused_by_name(monkeypatch):
     with pytest.raises(InputDataError, match="n = 100 .* Use at most [1-9]"):
         optimizer.ask(100)
     assert optimizer.ask(2).shape == (2, D)
+
+
+def test_requeued_points_come_first_out_of_the_next_ask():
+    # run_on_ray hands back the points in flight when it stops early; before,
+    # they stayed pending for good in a live optimizer.
+    optimizer = _optimizer()
+    X = optimizer.ask(6)
+    optimizer.tell(X[:2], _f(X[:2]))
+    optimizer.requeue(X[4:].float())
+    with pytest.raises(InputDataError, match="not pending"):
+        optimizer.requeue(X[:1])
+    again = optimizer.ask(3)
+    assert torch.equal(again[:2], X[4:]) and optimizer.pending.shape == (5, D)
+    assert not bool((torch.cdist(again[2:], X) < 1e-9).any())

@@ -2,8 +2,10 @@
 
 import math
 import os
+import re
 import signal
 import sys
+import time
 import warnings
 from functools import partial
 
@@ -11,7 +13,7 @@ import pytest
 import torch
 from botorch.exceptions.errors import InputDataError
 
-from botorch_sketch.bo import LargeBatchOptimizer, default_surrogate
+from botorch_sketch.bo import FailedBatchWarning, LargeBatchOptimizer, default_surrogate
 
 ray = pytest.importorskip("ray")
 
@@ -160,3 +162,105 @@ def test_the_proposer_asks_for_every_missing_point_in_one_ask():
     finally:
         proposer.stop()
     assert optimizer.num_told == 8 and optimizer.pending.shape[0] == 0
+
+
+def _raises(X):
+    raise ValueError("simulator not found")
+
+
+def _two_values(X):
+    return torch.zeros(2)
+
+
+def _a_string(X):
+    return "0.5"
+
+
+def _nothing(X):
+    return None
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "objective, error",
+    [
+        (_raises, "ValueError: simulator not found"),
+        (_two_values, "InputDataError: The objective returned 2 values"),
+        (_a_string, "InputDataError: The objective returned str \\('0.5'\\)"),
+        (_nothing, "InputDataError: The objective returned NoneType"),
+    ],
+    ids=["raises", "two-values", "string", "none"],
+)
+def test_an_objective_that_always_fails_stops_the_run_with_its_error(
+    local_ray, objective, error
+):
+    # Every point was told as failed, with no warning and the error's text
+    # lost, until the whole budget was spent.
+    optimizer = _optimizer()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        report = run_on_ray(
+            optimizer, objective, workers=2, evaluations=60, max_failed_batches=2,
+            progress=False,
+        )  # fmt: skip
+    assert report.stopped_reason == "failed batches"
+    assert 4 <= report.evaluations < 60 and report.failed == report.evaluations
+    assert len(report.errors) == report.evaluations
+    assert all(re.match(error, text) for text in report.errors)
+    messages = [str(w.message) for w in caught if w.category is FailedBatchWarning]
+    assert len(messages) == 2 and re.search(error, messages[-1])
+    # Nothing pending for good: the points out at the stop come first next.
+    assert optimizer.num_told == report.evaluations
+    out = optimizer.pending
+    if out.shape[0]:
+        assert torch.equal(optimizer.ask(out.shape[0]), out)
+
+
+@pytest.mark.slow
+def test_workers_that_cannot_start_are_refused_with_the_cpus(local_ray):
+    # 4 workers of one CPU each on a 2-CPU instance waited for good.
+    with pytest.raises(InputDataError, match="ask for 4 CPUs .* has 2 CPUs"):
+        run_on_ray(_optimizer(), _f, workers=4, start_timeout=2, progress=False)
+    # The actors that started were let go: 2 workers start at once.
+    report = run_on_ray(_optimizer(), _f, workers=2, evaluations=6, progress=False)
+    assert report.evaluations == 6 and report.failed == 0
+
+
+def _hangs_on_the_left(X):
+    if float(X[0, 0]) < 0.3:
+        time.sleep(3600)
+    return _f(X)
+
+
+@pytest.mark.slow
+def test_an_evaluation_past_its_timeout_fails_and_the_run_goes_on(local_ray):
+    # A hung objective hung the whole run.
+    optimizer = _optimizer()
+    report = run_on_ray(
+        optimizer, _hangs_on_the_left, workers=2, evaluations=8, timeout=3,
+        progress=False,
+    )  # fmt: skip
+    left = optimizer.told_X[:, 0] < 0.3
+    assert report.evaluations == 8 == optimizer.num_told
+    assert report.timed_out == int(left.sum()) >= 1
+    assert report.failed == report.timed_out == optimizer.num_failed
+    assert all("ran past timeout=3 s" in text for text in report.errors)
+    assert bool(optimizer.told_Y[left].isnan().all())
+    assert optimizer.pending.shape[0] == 0
+
+
+def test_the_objectives_output_is_checked_by_name():
+    from botorch_sketch.integrations.ray_async import _evaluate
+
+    x = torch.zeros(3, dtype=torch.double)
+    assert _evaluate(lambda X: torch.ones(1, 1), x)[0] == 1.0
+    for output, match in (
+        ("a", "returned str \\('a'\\)"),
+        (None, "returned NoneType"),
+        ([1.0, 2.0], "returned 2 values"),
+    ):
+        with pytest.raises(InputDataError, match=match):
+            _evaluate(lambda X, output=output: output, x)
+    for bad in ({"timeout": 0}, {"max_failed_batches": 0}, {"start_timeout": -1}):
+        with pytest.raises(InputDataError, match=next(iter(bad))):
+            run_on_ray(_optimizer(), _f, **bad)
