@@ -128,6 +128,17 @@ def lq_features(X: Tensor, types: list[str]) -> Tensor:
     return torch.cat(parts, dim=-1)
 
 
+def _least_squares(A: Tensor, b: Tensor) -> Tensor:
+    # min |A c - b| by QR where A has full column rank (deterministic, unlike
+    # LAPACK's pivoted gelsy), else the minimum-norm solution by SVD.
+    if A.shape[0] >= A.shape[1]:
+        Q, R = torch.linalg.qr(A)
+        diagonal = R.diagonal().abs()
+        if bool(diagonal.min() > 1e-10 * diagonal.max()):
+            return torch.linalg.solve_triangular(R, Q.T @ b[:, None], upper=True)[:, 0]
+    return torch.linalg.lstsq(A, b[:, None], driver="gelsd").solution[:, 0]
+
+
 class Trend:
     r"""A snapshot of ``LQModel``'s regression: its coefficients and feature types.
 
@@ -152,16 +163,15 @@ class Trend:
         r"""``LQModel``'s regression on its data, solved by QR rather than SVD.
 
         The same rank-weighted least squares on the same rows as
-        :meth:`of` (``LQModel.weighted_array``), by ``torch.linalg.lstsq``:
+        :meth:`of` (``LQModel.weighted_array``), by a QR factorisation:
         several times cheaper than the pseudo-inverse, and equal to it where
-        the rows determine the coefficients.
+        the rows determine the coefficients (else by SVD, as it).
         """
         if model.count <= 0:
             return cls(None, [])
         A = torch.as_tensor(np.asarray(model.weighted_array(model.Z), dtype=float))
         b = torch.as_tensor(np.asarray(model.weighted_array(model.Y), dtype=float))
-        solution = torch.linalg.lstsq(A.T, b[:, None], driver="gelsy").solution
-        return cls(solution.squeeze(-1), model.types)
+        return cls(_least_squares(A.T, b), model.types)
 
     def optimum(self) -> Tensor | None:
         r"""The quadratic's stationary point ``-H^+ b / 2`` (None if linear)."""

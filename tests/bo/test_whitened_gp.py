@@ -182,3 +182,15 @@ def test_the_qr_fit_and_its_optimum_equal_lqmodels(samples):
         fitted.optimum(), torch.as_tensor(np.asarray(model.xopt)), atol=1e-8
     )
     assert Trend.fit(LQModel()).optimum() is None
+
+
+def test_least_squares_is_exact_and_falls_back_to_the_minimum_norm_solution():
+    from botorch_sketch.bo.whitened_gp import _least_squares
+
+    g = torch.Generator().manual_seed(6)
+    A = torch.randn(30, 5, generator=g, dtype=torch.double)
+    b = torch.randn(30, generator=g, dtype=torch.double)
+    assert torch.allclose(_least_squares(A, b), torch.linalg.pinv(A) @ b)
+    assert torch.equal(_least_squares(A, b), _least_squares(A, b))
+    A[:, 4] = A[:, 3]  # rank-deficient: the pseudo-inverse's answer
+    assert torch.allclose(_least_squares(A, b), torch.linalg.pinv(A) @ b)
