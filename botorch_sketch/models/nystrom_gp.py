@@ -59,6 +59,7 @@ from torch import Tensor
 
 from botorch_sketch.models.nystrom import data, data_statistics, fitting
 from botorch_sketch.models.nystrom.fitting import ExactRegimeWarning
+from botorch_sketch.models.nystrom.inducing import STATE_KEYS as INDUCING_STATE_KEYS
 from botorch_sketch.models.nystrom.inducing import InducingSet
 from botorch_sketch.models.nystrom.posterior import (
     absorbed,
@@ -192,6 +193,9 @@ class NystromGP(SingleOutputMixin, GPyTorchModel, GP, FantasizeMixin):
         self._extra_statistics: DTCStatistics | None = None
         self._summary: data_statistics.DataSummary | None = None
         self._replace_state()
+        # The inducing set is part of the state dict (see ``load_state_dict``).
+        self.register_state_dict_post_hook(_save_inducing_set)
+        self.register_load_state_dict_pre_hook(_take_inducing_set)
         self.to(train_X)
         self.retransform_targets()
         if fit_subset_size is not None:
@@ -600,18 +604,70 @@ class NystromGP(SingleOutputMixin, GPyTorchModel, GP, FantasizeMixin):
         keep_transforms: bool = True,
         assign: bool = False,
     ) -> None:
-        r"""Load hyperparameters and transforms, then re-derive what depends on them.
+        r"""Load hyperparameters, transforms and the inducing set.
 
         The state holds no data, so it loads into a model on other data (Ax's
         cross-validation): the targets follow the loaded outcome transform
-        (whatever ``keep_transforms``), and the rule re-runs.
+        (whatever ``keep_transforms``), and the inducing set is restored as
+        ``InducingSet.restore`` says: on the same data the saved set, so the
+        posterior is the saved model's; in a fold, those of its inputs the
+        fold holds (every input of the fold if the saved set held every
+        input). A state without a set (a ``SingleTaskGP``'s) leaves the rule
+        to choose at the loaded hyperparameters.
         """
         torch.nn.Module.load_state_dict(self, state_dict, strict=strict, assign=assign)
         if self._input_transform() is not None:
             self.input_transform.eval()
         self.retransform_targets()
-        if self._inducing.adaptive:
+        self.restore_loaded_inducing()
+
+    def restore_loaded_inducing(self) -> None:
+        r"""Restore the inducing set a state dict loaded, once the data are set.
+
+        ``load_state_dict`` calls it; a container that loads the model as a
+        submodule calls it after re-deriving the model's targets. Without a
+        loaded set, a rule that depends on the hyperparameters chooses again.
+        """
+        loaded = self.__dict__.pop("_loaded_inducing", None)
+        restored = loaded is not None and self._inducing.restore(
+            loaded, self.train_X, self.transformed_train_X
+        )
+        if not restored and self._inducing.adaptive:
             self.select_inducing_points()
         self._replace_state()
 
     construct_inputs = classmethod(data.construct_inputs)
+
+
+def _save_inducing_set(
+    model: NystromGP,
+    state_dict: dict[str, Any],
+    prefix: str,
+    local_metadata: dict[str, Any],
+) -> None:
+    # The inducing set joins the hyperparameters and transforms (see
+    # ``InducingSet.state``): tensors, sized by the set, not by the data.
+    for name, value in model._inducing.state(model.train_X).items():
+        state_dict[prefix + name] = value
+
+
+def _take_inducing_set(
+    model: NystromGP,
+    state_dict: dict[str, Any],
+    prefix: str,
+    local_metadata: dict[str, Any],
+    strict: bool,
+    missing_keys: list[str],
+    unexpected_keys: list[str],
+    error_msgs: list[str],
+) -> None:
+    # The set's entries are taken out of (torch's copy of) the state and kept
+    # until the transforms they are read through have loaded
+    # (``NystromGP.restore_loaded_inducing``). They may all be missing: a
+    # ``SingleTaskGP``'s state loads, as before.
+    keys = {prefix + name: name for name in INDUCING_STATE_KEYS}
+    own = {keys[k]: state_dict.pop(k) for k in list(state_dict) if k in keys}
+    if 0 < len(own) < len(keys):
+        absent = sorted(set(keys.values()) - set(own))
+        error_msgs.append(f"The inducing set's entries {absent} are missing.")
+    model._loaded_inducing = own if len(own) == len(keys) else None

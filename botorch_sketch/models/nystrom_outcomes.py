@@ -553,7 +553,8 @@ class MultiOutputNystromGP(GPyTorchModel, GP, FantasizeMixin):
 
         As ``NystromGP.load_state_dict``, for every outcome: the outcomes' models
         take their columns of the targets under the loaded outcome transform,
-        and re-run their rules at the loaded hyperparameters.
+        and restore their inducing sets (or re-run their rules at the loaded
+        hyperparameters, for a state without them).
         """
         torch.nn.Module.load_state_dict(self, state_dict, strict=strict, assign=assign)
         transform = getattr(self, "input_transform", None)
@@ -570,9 +571,7 @@ class MultiOutputNystromGP(GPyTorchModel, GP, FantasizeMixin):
             if Yvar is not None:
                 model.train_Yvar = Yvar[..., j : j + 1]
             model.retransform_targets()
-            rule = model.inducing_rule
-            if rule is not None and rule.depends_on_hyperparameters:
-                model.select_inducing_points()
+            model.restore_loaded_inducing()
 
     construct_inputs = classmethod(data.construct_inputs)
 

@@ -33,7 +33,8 @@ def test_small_data_fit_the_exact_likelihood_and_become_the_exact_gp(
     assert model.inducing_index.numel() == 40
     # The same fitted hyperparameters in SingleTaskGP give the same posterior.
     ref = SingleTaskGP(X, Y)
-    ref.load_state_dict(model.state_dict())
+    # Not strict: NystromGP's state also holds its inducing set.
+    ref.load_state_dict(model.state_dict(), strict=False)
     Xt = torch.rand(2, 5, 3, generator=torch.Generator().manual_seed(1)).to(X)
     post, ref_post = model.posterior(Xt), ref.posterior(Xt)
     torch.testing.assert_close(post.mean, ref_post.mean, rtol=1e-7, atol=1e-7)

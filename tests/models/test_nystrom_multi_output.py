@@ -60,6 +60,8 @@ def _outcome_state(model, ref):
     for key, value in model.state_dict().items():
         if key.startswith("outcome_models."):
             _, j, name = key.split(".", 2)
+            if name not in ref_state:
+                continue  # the outcome's inducing set: the rule chooses it
             source = ref_state[name]
             if source.shape != value.shape:
                 source = source[int(j)].reshape(value.shape)

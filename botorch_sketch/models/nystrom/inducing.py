@@ -14,13 +14,20 @@ posterior is the exact GP's; the fit enters that regime when the rule's set
 would cover most of the inputs anyway (:meth:`InducingSet.covers_most`). A rule
 without a generator of its own draws from one seeded by the model
 (:func:`drawing_rule`), never from torch's global one.
+
+The set is part of the model's state dict (:meth:`InducingSet.state` and
+:meth:`InducingSet.restore`): a rule's choice depends on the fit's history (the
+set it started from, the draws so far), so a model loading a fitted model's
+state could not choose it again. The entries hold the inducing inputs, not
+only their rows, so the state also loads into a model on other data (Ax's
+cross-validation folds): the set becomes those of its inputs the data hold.
 """
 
 from __future__ import annotations
 
 import copy
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import torch
@@ -36,6 +43,12 @@ from botorch_sketch.sketching.rules import (
     SelectionRule,
     distinct_rows,
 )
+
+#: The state dict entries of an inducing set (see :meth:`InducingSet.state`).
+STATE_KEYS = ("inducing_inputs", "inducing_rows", "inducing_flags")
+
+# What ``inducing_flags[0]`` records: how the set was chosen.
+_PENDING, _RULE_ROWS, _FIXED = 0, 1, 2
 
 
 @dataclass(eq=False)
@@ -173,6 +186,94 @@ class InducingSet:
             and self.fraction >= exact_fraction
         )
 
+    def state(self, train_X: Tensor) -> dict[str, Tensor]:
+        r"""The set as state dict entries (tensors only), keyed by :data:`STATE_KEYS`.
+
+        Args:
+            train_X: The ``n x d`` raw training inputs.
+
+        Returns:
+            ``inducing_inputs``, the ``m x d`` inducing inputs in the space of
+            ``train_X`` (``0 x d`` while the rule's first choice is pending, and
+            for a set of every input, which the data determine: no entry is
+            sized by the data); ``inducing_rows``, their ``m`` training rows
+            (empty for fixed inputs); ``inducing_flags``, a float64 tensor of
+            how the set was chosen (pending, a rule's rows or fixed inputs),
+            whether it holds every input, the rule's last fraction and its
+            number of draws.
+        """
+        rows = torch.zeros(0, dtype=torch.long, device=train_X.device)
+        if self.fixed is not None:
+            kind, inputs = _FIXED, self.fixed
+        elif self.pending or self.rows is None:
+            kind, inputs = _PENDING, train_X[:0]
+        elif self.every_input:
+            # Every input of the data loaded into: nothing data-sized to keep.
+            kind, inputs = _RULE_ROWS, train_X[:0]
+        else:
+            kind, inputs, rows = _RULE_ROWS, train_X[self.rows], self.rows
+        flags = [kind, self.every_input, self.fraction, self.selections]
+        return {
+            "inducing_inputs": inputs.detach().clone(),
+            "inducing_rows": rows.detach().clone(),
+            "inducing_flags": torch.tensor(
+                flags, dtype=torch.float64, device=train_X.device
+            ),
+        }
+
+    def restore(
+        self, state: Mapping[str, Tensor], train_X: Tensor, transformed_X: Tensor
+    ) -> bool:
+        r"""Make the set :meth:`state`'s, on this model's data.
+
+        On the data the state was saved with, the set is the saved one. On other
+        data, a set of every input is every input of these data, and a rule's
+        set keeps those of its inputs the data hold (the held-out points of a
+        cross-validation fold drop out). Fixed inputs are kept as they are.
+
+        Args:
+            state: The entries of :data:`STATE_KEYS`.
+            train_X: The ``n x d`` raw training inputs.
+            transformed_X: The ``n x d`` transformed training inputs.
+
+        Returns:
+            False where the saved set left nothing to restore (a rule's set none
+            of whose inputs the data hold): the rule then chooses afresh.
+        """
+        flags = state["inducing_flags"].detach().reshape(-1).tolist()
+        inputs = state["inducing_inputs"].detach()
+        if len(flags) != 4 or flags[0] not in (_PENDING, _RULE_ROWS, _FIXED):
+            raise InputDataError(
+                "The state's inducing_flags are not an inducing set's (4 numbers, "
+                f"the first 0, 1 or 2); got {flags}."
+            )
+        kind, every_input = int(flags[0]), bool(flags[1])
+        if kind != _PENDING and (
+            inputs.dim() != 2 or inputs.shape[-1] != train_X.shape[-1]
+        ):
+            raise InputDataError(
+                f"The state's inducing_inputs must be m x {train_X.shape[-1]} like "
+                f"this model's train_X; got {tuple(inputs.shape)}."
+            )
+        if kind == _PENDING:
+            if self.fixed is None:
+                self.rows, self.pending, self.every_input = None, True, False
+        elif kind == _RULE_ROWS and every_input:
+            self.use_every_input(transformed_X)
+            if self.rule is None:  # a model of fixed inputs keeps fixed inputs
+                self.fixed, self.rows = train_X[self.rows], None
+        elif kind == _FIXED or self.rule is None:
+            self.fix(check_fixed_inducing(inputs, train_X))
+        else:
+            rows = rows_holding(
+                inputs.to(train_X), state["inducing_rows"].detach(), train_X
+            )
+            if rows.numel() == 0:
+                return False
+            self.set_rows(rows)
+        self.fraction, self.selections = float(flags[2]), int(flags[3])
+        return True
+
     def apply(self, fn: Callable[[Tensor], Tensor]) -> bool:
         r"""Apply ``fn`` to the set's tensors (``Module.to``); whether any moved."""
         moved = False
@@ -302,6 +403,33 @@ def every_input_rows(transformed_X: Tensor) -> Tensor:
     """
     first, _, _ = distinct_rows(transformed_X)
     return first
+
+
+def rows_holding(inputs: Tensor, rows: Tensor, train_X: Tensor) -> Tensor:
+    r"""Training rows holding ``inputs``, in their order, ``rows`` where they do.
+
+    Args:
+        inputs: A ``m x d`` tensor of inputs in the space of ``train_X``.
+        rows: Their rows in the data they were chosen from (kept where
+            ``train_X`` holds the same inputs there: the same data).
+        train_X: The ``n x d`` raw training inputs.
+
+    Returns:
+        A long tensor of at most ``m`` rows: ``rows`` on the same data, else
+        the first row holding each input, inputs ``train_X`` lacks left out.
+    """
+    n, device = train_X.shape[0], train_X.device
+    rows = rows.to(device=device, dtype=torch.long).reshape(-1)
+    if (
+        rows.numel() == inputs.shape[0]
+        and bool(((rows >= 0) & (rows < n)).all())
+        and torch.equal(train_X[rows], inputs)
+    ):
+        return rows
+    # One pass of ``torch.unique`` over the data and the inputs together.
+    first, inverse, _ = distinct_rows(torch.cat([train_X, inputs]))
+    found = first[inverse[n:]]
+    return found[found < n]
 
 
 def grown_rows(current: Tensor, rows: Tensor, transformed_X: Tensor) -> Tensor:
