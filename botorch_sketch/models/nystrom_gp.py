@@ -51,6 +51,7 @@ from botorch.posteriors.transformed import TransformedPosterior
 from botorch.utils.types import DEFAULT, _DefaultType
 from gpytorch.distributions import MultivariateNormal
 from gpytorch.kernels import Kernel
+from gpytorch.likelihoods import FixedNoiseGaussianLikelihood
 from gpytorch.likelihoods.likelihood import Likelihood
 from gpytorch.means import Mean
 from gpytorch.mlls import MarginalLogLikelihood
@@ -66,6 +67,7 @@ from botorch_sketch.models.nystrom.posterior import (
     check_new_data,
     checked_output_and_points,
     dtc_posterior,
+    fantasy_noise,
     latent_distribution,
     new_noise,
 )
@@ -188,9 +190,11 @@ class NystromGP(SingleOutputMixin, GPyTorchModel, GP, FantasizeMixin):
         # The raw data, plain attributes (see :mod:`.nystrom.data`).
         self.train_X, self.train_Y, self.train_Yvar = train_X, train_Y, train_Yvar
         self._inducing = InducingSet.from_argument(inducing, train_X)
-        # Statistics of fantasies (batched fantasy models only) and of data held
-        # elsewhere (``set_data_statistics``); the posterior state.
+        # Statistics of fantasies (batched fantasy models only) and their
+        # (transformed) inputs, and of data held elsewhere
+        # (``set_data_statistics``); the posterior state.
         self._extra_statistics: DTCStatistics | None = None
+        self._fantasy_inputs: tuple[Tensor, ...] = ()
         self._summary: data_statistics.DataSummary | None = None
         self._replace_state()
         # The inducing set is part of the state dict (see ``load_state_dict``).
@@ -253,12 +257,31 @@ class NystromGP(SingleOutputMixin, GPyTorchModel, GP, FantasizeMixin):
 
     @property
     def train_inputs(self) -> tuple[Tensor]:
-        r"""The input-transformed training inputs, as ``ExactGP`` exposes them."""
-        return (self.transformed_train_X,)
+        r"""The input-transformed training inputs, as ``ExactGP`` exposes them.
+
+        ``n x d``; for a fantasy model ``batch_shape x (n + n') x d``, the
+        fantasies' inputs after the training inputs, as ``SingleTaskGP``'s
+        fantasy models lay them out (formed on each access: the model itself
+        keeps only the fantasies' statistics and inputs).
+        """
+        X = self.transformed_train_X
+        if not self._fantasy_inputs:
+            return (X,)
+        batch = self.batch_shape
+        parts = [X, *self._fantasy_inputs]
+        return (torch.cat([p.expand(*batch, *p.shape[-2:]) for p in parts], -2),)
 
     def train_noise(self) -> Tensor:
-        r"""The ``n`` per-observation noise variances, in outcome-transformed units."""
-        return self.likelihood.noise.expand(self.train_X.shape[0])
+        r"""The ``n`` per-observation noise variances, in outcome-transformed units.
+
+        Of the training rows only: a fixed-noise fantasy model's likelihood
+        holds ``batch_shape x (n + n')`` noise variances, the training rows'
+        first, as ``SingleTaskGP``'s does.
+        """
+        noise, n = self.likelihood.noise, self.train_X.shape[0]
+        if noise.dim() > 1:
+            noise = noise.reshape(-1, noise.shape[-1])[0]
+        return noise[..., :n].expand(n)
 
     def retransform_targets(self) -> None:
         r"""Re-derive ``train_targets`` (and fixed noise) from the raw data.
@@ -466,7 +489,12 @@ class NystromGP(SingleOutputMixin, GPyTorchModel, GP, FantasizeMixin):
         args = (self.mean_module, noise_tf, graph)
         state, new = absorbed(self.nystrom_state, X_tf, Y_tf, *args)
         shared = [getattr(self, name) for name in data.DATA_ATTRIBUTES]
-        model = data.copy_sharing(self, shared, dropped=[self._nystrom_state])
+        # A fantasy model's statistics, inputs and fixed noise may carry a graph
+        # (fantasies sampled with gradients), which deepcopy refuses: the
+        # statistics are replaced below, the others shared (never changed).
+        shared += [*self._fantasy_inputs, self.likelihood.noise]
+        dropped = [self._nystrom_state, self._extra_statistics]
+        model = data.copy_sharing(self, shared, dropped=dropped)
         if len(state.posterior.batch_shape) == 0:
             raw = (self.train_X, self.train_Y, self.train_Yvar)
             raw = data.appended_data(raw, X, Y, noise_tf.unsqueeze(-1), transform)
@@ -476,6 +504,9 @@ class NystromGP(SingleOutputMixin, GPyTorchModel, GP, FantasizeMixin):
         else:
             extra = self._extra_statistics
             model._extra_statistics = new if extra is None else extra + new
+            model._fantasy_inputs = (*self._fantasy_inputs, X_tf)
+            if isinstance(self.likelihood, FixedNoiseGaussianLikelihood):
+                model.likelihood.noise = fantasy_noise(self.likelihood.noise, noise_tf)
         model._replace_state(state)
         return model
 
@@ -590,6 +621,7 @@ class NystromGP(SingleOutputMixin, GPyTorchModel, GP, FantasizeMixin):
         super()._apply(fn, *args, **kwargs)
         if self._extra_statistics is not None:
             self._extra_statistics = self._extra_statistics.map(fn)
+            self._fantasy_inputs = tuple(fn(X) for X in self._fantasy_inputs)
         if self._summary is not None:
             self._summary = self._summary.map(fn)
         moved = self._inducing.apply(fn)

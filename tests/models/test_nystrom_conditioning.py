@@ -1,7 +1,10 @@
 """NystromGP.condition_on_observations goes through the bandits' WeightPosterior."""
 
+import pytest
 import torch
+from botorch.models import SingleTaskGP
 from botorch.models.transforms import Normalize
+from botorch.sampling import SobolQMCNormalSampler
 from gpytorch.means import ZeroMean
 from helpers import rbf_kernel, sine_sum, toy_data
 
@@ -154,3 +157,56 @@ def test_chained_conditioning_on_plain_data_keeps_no_graph(tkwargs):
     _, online = model.posterior_state()
     assert not online.weights64.requires_grad
     assert not online.weight_covariance.requires_grad
+
+
+def _fantasies(X, Y, Yvar, Xf, Xff):
+    # One fantasy and a fantasy of it, of NystromGP and of SingleTaskGP.
+    ours = NystromGP(X, Y, Yvar, inducing=X[:10], input_transform=Normalize(2))
+    ref = SingleTaskGP(X, Y, Yvar, input_transform=Normalize(2))
+    out = []
+    for model in (ours, ref):
+        model.eval()
+        fantasy = model.fantasize(Xf, SobolQMCNormalSampler(torch.Size([5]), seed=0))
+        if Xff is not None:
+            sampler = SobolQMCNormalSampler(torch.Size([2]), seed=1)
+            fantasy = fantasy.fantasize(Xff, sampler)
+        out.append(fantasy)
+    return out
+
+
+def _assert_same_layout(fantasy, ref):
+    assert fantasy.batch_shape == ref.batch_shape
+    assert fantasy.train_inputs[0].shape == ref.train_inputs[0].shape
+    torch.testing.assert_close(fantasy.train_inputs[0], ref.train_inputs[0])
+    assert fantasy.likelihood.noise.shape == ref.likelihood.noise.shape
+    torch.testing.assert_close(fantasy.likelihood.noise, ref.likelihood.noise)
+
+
+@pytest.mark.parametrize("fixed_noise", [False, True])
+def test_fantasy_model_lays_out_inputs_and_noise_as_single_task_gp(
+    fixed_noise, tkwargs
+):
+    # train_inputs held the training inputs alone (30 x 2, not 5 x 4 x 32 x 2),
+    # and a fixed-noise likelihood the training noise alone (30, not 4 x 32).
+    X, Y = _data(30, **tkwargs)
+    Yvar = torch.full_like(Y, 0.01) if fixed_noise else None
+    Xf = torch.rand(4, 2, 2, **tkwargs)
+    fantasy, ref = _fantasies(X, Y, Yvar, Xf, None)
+    _assert_same_layout(fantasy, ref)
+    # Its own state, rebuilt, reads the training rows' noise alone.
+    Xt = torch.rand(4, 3, 2, **tkwargs)
+    mean = fantasy.posterior(Xt).mean
+    fantasy.train()
+    torch.testing.assert_close(fantasy.posterior(Xt).mean, mean)
+
+
+@pytest.mark.parametrize("fixed_noise", [False, True])
+def test_a_fantasy_of_a_fantasy_is_laid_out_as_single_task_gps(fixed_noise, tkwargs):
+    # It failed: deepcopy met the first fantasies' statistics, which carry the
+    # sampler's graph.
+    X, Y = _data(30, **tkwargs)
+    Yvar = torch.full_like(Y, 0.01) if fixed_noise else None
+    Xf, Xff = torch.rand(4, 2, 2, **tkwargs), torch.rand(5, 4, 1, 2, **tkwargs)
+    fantasy, ref = _fantasies(X, Y, Yvar, Xf, Xff)
+    assert fantasy.batch_shape == (2, 5, 4)
+    _assert_same_layout(fantasy, ref)

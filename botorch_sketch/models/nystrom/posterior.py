@@ -279,6 +279,23 @@ def new_noise(noise: Tensor | None, likelihood: Likelihood, X: Tensor) -> Tensor
     return likelihood.noise.expand(X.shape[:-1])
 
 
+def fantasy_noise(noise: Tensor, new: Tensor) -> Tensor:
+    r"""A fixed-noise fantasy model's noise variances, laid out as ``SingleTaskGP``'s.
+
+    Args:
+        noise: The model's fixed noise variances, ``n`` (or, for a fantasy
+            model, ``batch_shape x n``).
+        new: The ``batch_shape' x n'`` noise variances of the fantasies.
+
+    Returns:
+        The ``broadcast(batch_shape, batch_shape') x (n + n')`` noise variances,
+        the model's first.
+    """
+    batch = torch.broadcast_shapes(noise.shape[:-1], new.shape[:-1])
+    parts = [noise, new.to(noise)]
+    return torch.cat([p.expand(*batch, p.shape[-1]) for p in parts], dim=-1)
+
+
 def standardize_scale(transform: OutcomeTransform | None) -> Tensor | None:
     r"""The standard deviation of a trained, single-output ``Standardize``.
 
