@@ -77,6 +77,7 @@ References:
 from __future__ import annotations
 
 import math
+import time
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -151,7 +152,8 @@ class LargeBatchTrace:
         values: The true (noise-free where known) value of each evaluated point
             (NaN for a failed one).
         batch_best: The best finite value per batch (``-inf`` if none).
-        model_seconds: Building or updating the surrogate, per batch.
+        model_seconds: Building or updating the surrogate, per batch (telling
+            the optimizer the batch's results included).
         refit_seconds: The part of ``model_seconds`` spent in a build or refit
             (0 when the model was only conditioned).
         refitted: Whether the surrogate was built or refitted, per batch.
@@ -546,7 +548,7 @@ def _loop(
             f"Every point of the initial design ({num_initial} points) failed: the "
             "objective returned NaN or infinite values."
         )
-    if float(Y.std()) <= 1e-8 * max(1.0, float(Y.abs().max())) and Y.shape[0] > 1:
+    if Y.shape[0] > 1 and float(Y.std()) <= 1e-8 * max(1.0, float(Y.abs().max())):
         warnings.warn(
             f"The initial design's observations are (nearly) constant (spread "
             f"{float(Y.std()):.3g}): the model cannot tell points apart and "
@@ -576,7 +578,10 @@ def _loop(
         record = optimizer.last_ask
         y, true = evaluate(x)
         keep = torch.isfinite(y).squeeze(-1)
+        start = time.process_time()
         optimizer.tell(x, y)
+        # Telling is proposing work too (SurrogateCMAES refits there).
+        tell_seconds = time.process_time() - start
         evaluated += x.shape[0]
         trace.values.extend(
             v if k else math.nan for v, k in zip(true, keep.tolist(), strict=True)
@@ -584,7 +589,7 @@ def _loop(
         trace.batch_best.append(
             _finite_max([v for v, k in zip(true, keep.tolist(), strict=True) if k])
         )
-        trace.model_seconds.append(record.model_seconds)
+        trace.model_seconds.append(record.model_seconds + tell_seconds)
         trace.refit_seconds.append(record.model_seconds if record.refitted else 0.0)
         trace.refitted.append(record.refitted)
         trace.incumbent_seconds.append(record.incumbent_seconds)

@@ -274,7 +274,6 @@ class SurrogateCMAES:
         if self._generation is None:
             with self.random_state():
                 self._open()
-            record.refitted = True
         g = self._generation
         left = g["target"] - int((g["state"] > 0).sum())
         if left <= 0:
