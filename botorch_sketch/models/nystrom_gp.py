@@ -16,7 +16,9 @@ The class holds the data, an inducing set
 state (:class:`~botorch_sketch.models.nystrom.state.NystromState`); functions in
 :mod:`botorch_sketch.models.nystrom` do the work, one idea a module. Several
 outcomes are modelled by
-:class:`~botorch_sketch.models.nystrom_outcomes.MultiOutputNystromGP`.
+:class:`~botorch_sketch.models.nystrom_outcomes.MultiOutputNystromGP`, which
+``NystromGP(train_X, train_Y)`` builds when ``train_Y`` has several columns, as
+``SingleTaskGP`` models them.
 
 References:
 
@@ -34,7 +36,7 @@ References:
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 from botorch.exceptions.errors import (
@@ -114,6 +116,10 @@ class NystromGP(SingleOutputMixin, GPyTorchModel, GP, FantasizeMixin):
     training input inducing, the posterior and the fitting objective are those
     of ``SingleTaskGP``.
 
+    ``NystromGP(train_X, train_Y)`` with ``t > 1`` columns of ``train_Y``
+    builds a :class:`~botorch_sketch.models.nystrom_outcomes.MultiOutputNystromGP`
+    of ``t`` independent outputs, as ``SingleTaskGP`` models them.
+
     Example:
         >>> model = NystromGP(train_X, train_Y)
         >>> fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))
@@ -130,6 +136,76 @@ class NystromGP(SingleOutputMixin, GPyTorchModel, GP, FantasizeMixin):
     exact_fit_size: int | None = 600
     warn_exact_regime: bool = True
     _nystrom_state: NystromState | None
+    #: What ``NystromGP(train_X, train_Y)`` builds for ``n x t`` observations:
+    #: ``MultiOutputNystromGP``, which sets it (its module imports this one).
+    _multi_output_class: ClassVar[type[GPyTorchModel] | None] = None
+
+    def __new__(
+        cls,
+        train_X: Tensor | None = None,
+        train_Y: Tensor | None = None,
+        train_Yvar: Tensor | None = None,
+        inducing: SelectionRule | Tensor | None = None,
+        covar_module: Kernel | None = None,
+        mean_module: Mean | None = None,
+        likelihood: Likelihood | None = None,
+        outcome_transform: OutcomeTransform | _DefaultType | None = DEFAULT,
+        input_transform: InputTransform | None = None,
+        fit_subset_size: int | None = None,
+        *args: Any,
+        **kwargs: Any,
+    ) -> GPyTorchModel:
+        r"""A ``NystromGP``, or for ``n x t`` observations a ``MultiOutputNystromGP``.
+
+        As ``SingleTaskGP(train_X, train_Y)`` models the ``t`` columns of
+        ``train_Y`` as independent outputs on shared inputs, so does
+        ``NystromGP(train_X, train_Y)``: it builds
+        :class:`~botorch_sketch.models.nystrom_outcomes.MultiOutputNystromGP`,
+        one sketch per outcome, with the same arguments. The parameters are
+        ``__init__``'s, named here too, so that Ax (which reads the
+        constructor's signature) sees them; subclasses model one outcome.
+
+        Args:
+            train_X: As for ``__init__``.
+            train_Y: As for ``__init__``; ``n x t`` with ``t > 1`` builds a
+                ``MultiOutputNystromGP``.
+            train_Yvar: As for ``__init__`` (``n x t``).
+            inducing: As for ``__init__`` (a rule is copied per outcome).
+            covar_module: As for ``__init__`` (copied per outcome).
+            mean_module: As for ``__init__`` (copied per outcome).
+            likelihood: As for ``__init__`` (copied per outcome).
+            outcome_transform: As for ``__init__`` (``Standardize(m=t)`` by
+                default).
+            input_transform: As for ``__init__``.
+            fit_subset_size: As for ``__init__``.
+            args: A subclass's further constructor arguments.
+            kwargs: A subclass's further constructor arguments.
+
+        Returns:
+            The new, not yet initialised, ``NystromGP`` (Python then calls
+            ``__init__``), or the built ``MultiOutputNystromGP``.
+        """
+        several = cls._multi_output_class
+        if (
+            cls is NystromGP
+            and several is not None
+            and isinstance(train_Y, Tensor)
+            and train_Y.dim() >= 2
+            and train_Y.shape[-1] > 1
+        ):
+            return several(
+                train_X,
+                train_Y,
+                train_Yvar,
+                inducing,
+                covar_module,
+                mean_module,
+                likelihood,
+                outcome_transform,
+                input_transform,
+                fit_subset_size,
+            )
+        return super().__new__(cls)
 
     def __init__(
         self,
@@ -148,7 +224,8 @@ class NystromGP(SingleOutputMixin, GPyTorchModel, GP, FantasizeMixin):
 
         Args:
             train_X: A ``n x d`` tensor of training inputs.
-            train_Y: A ``n x 1`` tensor of training observations.
+            train_Y: A ``n x 1`` tensor of training observations (``n x t``
+                builds a ``MultiOutputNystromGP``: see ``__new__``).
             train_Yvar: An optional ``n x 1`` tensor of observed noise variances; if
                 given, the noise is fixed to it (``FixedNoiseGaussianLikelihood``).
             inducing: A :class:`~botorch_sketch.sketching.rules.SelectionRule`, a

@@ -2,12 +2,13 @@
 r"""Several outcomes: a container of one single-output ``NystromGP`` per outcome.
 
 :class:`MultiOutputNystromGP` is the sparse counterpart of a ``SingleTaskGP`` of
-``t`` outputs, built explicitly (``NystromGP`` models one outcome and refuses
-``n x t`` data): independent outcomes, each with its own kernel, mean, noise
-level and inducing set, and a posterior that is a ``MultitaskMultivariateNormal``
-over ``batch_shape x q x t``. Like ``ModelListGP``, it holds a model per outcome
-(:attr:`~MultiOutputNystromGP.outcome_models`), here each fitted on its column of
-the outcome-transformed data, so every outcome's fit, inducing rule, exact
+``t`` outputs, what ``NystromGP(train_X, train_Y)`` builds for ``n x t``
+observations (or built by name): independent outcomes, each with its own
+kernel, mean, noise level and inducing set, and a posterior that is a
+``MultitaskMultivariateNormal`` over ``batch_shape x q x t``. Like
+``ModelListGP``, it holds a model per outcome
+(:attr:`~MultiOutputNystromGP.outcome_models`), here each fitted on its column
+of the outcome-transformed data, so every outcome's fit, inducing rule, exact
 regime and conditioning are those of the single-output model; unlike it, the
 outcome transform (``Standardize(m=t)`` by default) acts on all ``t`` columns,
 as in ``SingleTaskGP``, and ``ExactMarginalLogLikelihood(model.likelihood,
@@ -78,8 +79,13 @@ class _OutcomeNoise(Noise):
 
     @property
     def noise(self) -> Tensor:
-        r"""``t x 1`` (``t x n`` for fixed noise), as a batched ``SingleTaskGP``."""
-        return torch.stack([lik.noise for lik in self._likelihoods])
+        r"""``t x 1`` (``t x n`` for fixed noise), as a batched ``SingleTaskGP``.
+
+        A fixed-noise fantasy model's is ``batch_shape x t x (n + n')``, as
+        ``SingleTaskGP``'s.
+        """
+        noises = torch.broadcast_tensors(*(lik.noise for lik in self._likelihoods))
+        return torch.stack(noises, dim=-2)
 
     def forward(self, *params: Any, **kwargs: Any) -> Tensor:
         r"""Not supported: the outcomes' likelihoods act one by one."""
@@ -257,8 +263,16 @@ class MultiOutputNystromGP(GPyTorchModel, GP, FantasizeMixin):
 
     @property
     def train_inputs(self) -> tuple[Tensor]:
-        r"""The input-transformed training inputs, as ``ExactGP`` exposes them."""
-        return (self.transformed_train_X,)
+        r"""The input-transformed training inputs, laid out as ``SingleTaskGP``'s.
+
+        ``t x n x d`` (a view: the inputs once per outcome), and for a fantasy
+        model ``batch_shape x t x (n + n') x d``: what BoTorch's multi-output
+        acquisition functions (``qMultiObjectivePredictiveEntropySearch``)
+        read of a ``SingleTaskGP`` of ``t`` outputs.
+        """
+        X = self.outcome_models[0].train_inputs[0]  # the outcomes share inputs
+        t = self.num_outputs
+        return (X.unsqueeze(-3).expand(*X.shape[:-2], t, *X.shape[-2:]),)
 
     @property
     def train_targets(self) -> Tensor:
@@ -436,8 +450,9 @@ class MultiOutputNystromGP(GPyTorchModel, GP, FantasizeMixin):
             The fantasy model, of batch shape ``sample_shape x batch_shape``.
         """
         if observation_noise is None and self.train_Yvar is not None:
-            # ``t x n`` -> ``1 x t``: the mean training noise of each outcome.
-            observation_noise = self.likelihood.noise.mean(-1).unsqueeze(0)
+            # ``batch_shape x t x n`` -> ``batch_shape x 1 x t``: the mean
+            # training noise of each outcome.
+            observation_noise = self.likelihood.noise.mean(-1).unsqueeze(-2)
         return super().fantasize(
             X, sampler, observation_noise=observation_noise, **kwargs
         )
@@ -574,6 +589,10 @@ class MultiOutputNystromGP(GPyTorchModel, GP, FantasizeMixin):
             model.restore_loaded_inducing()
 
     construct_inputs = classmethod(data.construct_inputs)
+
+
+# ``NystromGP(train_X, train_Y)`` of ``n x t`` observations builds this class.
+NystromGP._multi_output_class = MultiOutputNystromGP
 
 
 def _copy(value: Any) -> Any:

@@ -22,6 +22,7 @@ from botorch.exceptions.errors import (
 from botorch.fit import fit_gpytorch_mll
 from botorch.models import SingleTaskGP
 from botorch.models.transforms import Normalize, Standardize
+from botorch.models.transforms.outcome import ChainedOutcomeTransform, Log
 from botorch.optim import optimize_acqf
 from botorch.sampling import SobolQMCNormalSampler
 from botorch.sampling.pathwise import draw_matheron_paths, get_matheron_path_model
@@ -90,9 +91,8 @@ def _pair(train_Yvar=None, **tkwargs):
 
 def test_n_by_t_data_build_a_multi_output_model(tkwargs):
     X, Y = _data(t=3, **tkwargs)
-    # NystromGP models one outcome, and names the model of several.
-    with pytest.raises(UnsupportedError, match="MultiOutputNystromGP"):
-        NystromGP(X, Y)
+    # NystromGP(X, Y) of t columns builds it, as SingleTaskGP models t outputs.
+    assert type(NystromGP(X, Y)) is MultiOutputNystromGP
     model = MultiOutputNystromGP(X, Y)
     assert not isinstance(model, NystromGP)
     assert model.num_outputs == 3 and len(model.outcome_models) == 3
@@ -108,6 +108,106 @@ def test_n_by_t_data_build_a_multi_output_model(tkwargs):
     assert len(kernels) == 3
     # One outcome builds the single-output model.
     assert type(NystromGP(X, Y[:, :1])) is NystromGP
+
+
+def _nystrom_and_single_task_gp(X, Y, train_Yvar=None, outcome_transform=None):
+    # ``NystromGP(X, Y)`` of several columns with every point inducing, and a
+    # SingleTaskGP of as many outputs whose hyperparameters it takes (set
+    # apart per output, not fitted: fits take seconds).
+    def options():
+        kwargs = {"input_transform": Normalize(3)}
+        if outcome_transform is not None:
+            kwargs["outcome_transform"] = outcome_transform()
+        return kwargs
+
+    ref = SingleTaskGP(X, Y, train_Yvar, **options())
+    ref.covar_module.lengthscale = torch.tensor([[[0.3, 0.5, 0.7]], [[0.6, 0.4, 1.0]]])
+    if train_Yvar is None:
+        ref.likelihood.noise = torch.tensor([[0.01], [0.03]])
+    every = FixedSelector(torch.arange(len(X)))
+    model = NystromGP(X, Y, train_Yvar, inducing=every, **options())
+    model.load_state_dict(_outcome_state(model, ref))
+    return model, ref
+
+
+def test_nystrom_gp_of_several_columns_is_single_task_gps_model(tkwargs):
+    # NystromGP(X, Y) refused n x t observations; SingleTaskGP models them as
+    # independent outputs on shared inputs.
+    X, Y = _data(**tkwargs)
+    model, ref = _nystrom_and_single_task_gp(X, Y)
+    assert model.num_outputs == 2 and model.batch_shape == ref.batch_shape
+    Xt = 2 + 3 * torch.rand(4, 5, 3, **tkwargs)
+    p, p_ref = model.posterior(Xt), ref.posterior(Xt)
+    assert p.mean.shape == (4, 5, 2)
+    torch.testing.assert_close(p.mean, p_ref.mean, rtol=0, atol=1e-8)
+    torch.testing.assert_close(
+        p.distribution.covariance_matrix,
+        p_ref.distribution.covariance_matrix,
+        rtol=0,
+        atol=1e-8,
+    )
+    # subset_output, as SingleTaskGP's.
+    one, one_ref = model.subset_output([1]), ref.subset_output([1])
+    assert one.num_outputs == 1
+    torch.testing.assert_close(
+        one.posterior(Xt).mean, one_ref.posterior(Xt).mean, rtol=0, atol=1e-8
+    )
+    # The data laid out as SingleTaskGP's: t x n x d inputs, t x n targets.
+    pairs = [
+        (model.train_inputs[0], ref.train_inputs[0]),
+        (model.train_targets, ref.train_targets),
+    ]
+    for ours, theirs in pairs:
+        assert ours.shape == theirs.shape
+        torch.testing.assert_close(ours, theirs)
+    assert model.likelihood.noise.shape == ref.likelihood.noise.shape
+
+
+@pytest.mark.parametrize(
+    "outcome_transform",
+    [
+        lambda: Standardize(m=2),
+        lambda: ChainedOutcomeTransform(log=Log(), standardize=Standardize(m=2)),
+    ],
+    ids=["standardize", "log-standardize"],
+)
+def test_nystrom_gp_of_several_columns_takes_outcome_transforms(
+    outcome_transform, tkwargs
+):
+    X, Y = _data(**tkwargs)
+    Y = Y - Y.min(0).values + 1.0  # positive, for Log
+    model, ref = _nystrom_and_single_task_gp(X, Y, outcome_transform=outcome_transform)
+    assert type(model) is MultiOutputNystromGP
+    Xt = 2 + 3 * torch.rand(6, 3, **tkwargs)
+    p, p_ref = model.posterior(Xt), ref.posterior(Xt)
+    torch.testing.assert_close(p.mean, p_ref.mean, rtol=1e-6, atol=1e-8)
+    torch.testing.assert_close(p.variance, p_ref.variance, rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("fixed_noise", [False, True])
+def test_fantasies_of_several_outputs_are_laid_out_as_single_task_gps(
+    fixed_noise, tkwargs
+):
+    X, Y = _data(**tkwargs)
+    Yvar = torch.full_like(Y, 0.01) if fixed_noise else None
+    model, ref = _nystrom_and_single_task_gp(X, Y, train_Yvar=Yvar)
+    Xf = 2 + 3 * torch.rand(4, 2, 3, **tkwargs)
+    Xff = 2 + 3 * torch.rand(5, 4, 1, 3, **tkwargs)
+    layouts = []
+    for m in (model, ref):
+        fantasy = m.fantasize(Xf, SobolQMCNormalSampler(torch.Size([5]), seed=0))
+        sampler = SobolQMCNormalSampler(torch.Size([2]), seed=1)
+        chained = fantasy.fantasize(Xff, sampler)
+        layouts.append(
+            [(f.train_inputs[0], f.likelihood.noise) for f in (fantasy, chained)]
+        )
+    for (inputs, noise), (inputs_ref, noise_ref) in zip(*layouts, strict=True):
+        # 5 x 4 x 2 x 42 x 3, then 2 x 5 x 4 x 2 x 43 x 3; noise 2 x 1 or
+        # 4 x 2 x 42, then 5 x 4 x 2 x 43.
+        assert inputs.shape == inputs_ref.shape
+        torch.testing.assert_close(inputs, inputs_ref)
+        assert noise.shape == noise_ref.shape
+        torch.testing.assert_close(noise, noise_ref)
 
 
 @pytest.mark.parametrize("fixed_noise", [False, True])
