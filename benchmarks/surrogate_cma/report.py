@@ -113,7 +113,10 @@ def _setting_section(setting: str, records: list[dict], docs: Path) -> list[str]
     methods = [m for m in NAMES if m in by]
     if "gp" not in methods:
         return []
-    problems = sorted({(f, d) for f, d, _ in by["gp"]}, key=lambda p: (p[1], str(p[0])))
+    problems = sorted(
+        {(f, d) for f, d, _ in by["gp"]},
+        key=lambda p: (p[1], isinstance(p[0], str), str(p[0]).zfill(3)),
+    )
     checkpoints = (
         CHECKPOINTS[setting] if setting in CHECKPOINTS else (1000, 3000, 10_000)
     )
