@@ -10,11 +10,13 @@ from botorch_sketch.models.gradient_subset_gp import (
 )
 from botorch_sketch.models.gss_nystrom import fit_gss_nystrom, nystrom_from_subset
 from botorch_sketch.models.incremental_nystrom_model import IncrementalNystromModel
+from botorch_sketch.models.nystrom_batched import BatchedNystromGP
 from botorch_sketch.models.nystrom_gp import NystromGP
 from botorch_sketch.models.nystrom_outcomes import MultiOutputNystromGP
 from botorch_sketch.models.sgd_linear import SGDLinearModel
 
 __all__ = [
+    "BatchedNystromGP",
     "GradientSubsetGP",
     "IncrementalNystromModel",
     "MultiOutputNystromGP",

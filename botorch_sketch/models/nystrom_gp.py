@@ -136,9 +136,11 @@ class NystromGP(SingleOutputMixin, GPyTorchModel, GP, FantasizeMixin):
     exact_fit_size: int | None = 600
     warn_exact_regime: bool = True
     _nystrom_state: NystromState | None
-    #: What ``NystromGP(train_X, train_Y)`` builds for ``n x t`` observations:
-    #: ``MultiOutputNystromGP``, which sets it (its module imports this one).
+    #: What ``NystromGP(train_X, train_Y)`` builds for ``n x t`` observations
+    #: and for ``b x n x d`` inputs: ``MultiOutputNystromGP`` and
+    #: ``BatchedNystromGP``, which set them (their modules import this one).
     _multi_output_class: ClassVar[type[GPyTorchModel] | None] = None
+    _batched_class: ClassVar[type[GPyTorchModel] | None] = None
 
     def __new__(
         cls,
@@ -155,18 +157,22 @@ class NystromGP(SingleOutputMixin, GPyTorchModel, GP, FantasizeMixin):
         *args: Any,
         **kwargs: Any,
     ) -> GPyTorchModel:
-        r"""A ``NystromGP``, or for ``n x t`` observations a ``MultiOutputNystromGP``.
+        r"""A ``NystromGP``, or a container of them, as ``SingleTaskGP`` models data.
 
         As ``SingleTaskGP(train_X, train_Y)`` models the ``t`` columns of
         ``train_Y`` as independent outputs on shared inputs, so does
         ``NystromGP(train_X, train_Y)``: it builds
         :class:`~botorch_sketch.models.nystrom_outcomes.MultiOutputNystromGP`,
-        one sketch per outcome, with the same arguments. The parameters are
+        one sketch per outcome, with the same arguments. For batched data
+        (``b x n x d``, as ``batch_cross_validation`` passes its folds) it builds
+        :class:`~botorch_sketch.models.nystrom_batched.BatchedNystromGP`, one
+        sketch per batch element. The parameters are
         ``__init__``'s, named here too, so that Ax (which reads the
         constructor's signature) sees them; subclasses model one outcome.
 
         Args:
-            train_X: As for ``__init__``.
+            train_X: As for ``__init__``; ``b x n x d`` builds a
+                ``BatchedNystromGP``.
             train_Y: As for ``__init__``; ``n x t`` with ``t > 1`` builds a
                 ``MultiOutputNystromGP``.
             train_Yvar: As for ``__init__`` (``n x t``).
@@ -183,12 +189,26 @@ class NystromGP(SingleOutputMixin, GPyTorchModel, GP, FantasizeMixin):
 
         Returns:
             The new, not yet initialised, ``NystromGP`` (Python then calls
-            ``__init__``), or the built ``MultiOutputNystromGP``.
+            ``__init__``), or the built container.
         """
-        several = cls._multi_output_class
+        several, batched = cls._multi_output_class, cls._batched_class
+        if cls is not NystromGP:
+            return super().__new__(cls)
+        if batched is not None and isinstance(train_X, Tensor) and train_X.dim() > 2:
+            return batched(
+                train_X,
+                train_Y,
+                train_Yvar,
+                inducing,
+                covar_module,
+                mean_module,
+                likelihood,
+                outcome_transform,
+                input_transform,
+                fit_subset_size,
+            )
         if (
-            cls is NystromGP
-            and several is not None
+            several is not None
             and isinstance(train_Y, Tensor)
             and train_Y.dim() >= 2
             and train_Y.shape[-1] > 1

@@ -66,7 +66,11 @@ _RAW_DATA = ("train_X", "train_Y", "train_Yvar")
 
 
 class _OutcomeNoise(Noise):
-    r"""The outcomes' noise levels, read from their likelihoods (no parameters)."""
+    r"""The models' noise levels, read from their likelihoods (no parameters).
+
+    Of the outcomes of a ``MultiOutputNystromGP``, or of the batch elements of
+    a ``BatchedNystromGP``.
+    """
 
     def __init__(self, likelihoods: list[Likelihood]) -> None:
         r"""Keep the outcomes' likelihoods, unregistered (the models own them).
@@ -88,15 +92,19 @@ class _OutcomeNoise(Noise):
         return torch.stack(noises, dim=-2)
 
     def forward(self, *params: Any, **kwargs: Any) -> Tensor:
-        r"""Not supported: the outcomes' likelihoods act one by one."""
+        r"""Not supported: the models' likelihoods act one by one."""
         raise UnsupportedError(
-            "The likelihood of a multi-output NystromGP only exposes the outcomes' "
-            "noise levels; use model.outcome_models[j].likelihood."
+            "The likelihood of a multi-output or batched NystromGP only exposes its "
+            "models' noise levels; use model.outcome_models[j].likelihood or "
+            "model.batch_models[i].likelihood."
         )
 
 
 class OutcomeLikelihoods(_GaussianLikelihoodBase):
     r"""The Gaussian likelihoods of the outcomes of a multi-output ``NystromGP``.
+
+    (Or of the batch elements of a ``BatchedNystromGP``: ``noise`` is then
+    ``b x 1``, as a batched ``SingleTaskGP``'s.)
 
     It makes ``ExactMarginalLogLikelihood(model.likelihood, model)`` (what
     ``fit_gpytorch_mll`` and Ax build) accept the model, and ``noise`` reads the
@@ -219,10 +227,12 @@ class MultiOutputNystromGP(GPyTorchModel, GP, FantasizeMixin):
                 train_X,
                 Y_tf[:, j : j + 1].detach(),
                 train_Yvar=None if Yvar_tf is None else Yvar_tf[:, j : j + 1].detach(),
-                inducing=inducing if isinstance(inducing, Tensor) else _copy(inducing),
-                covar_module=_copy(covar_module),
-                mean_module=_copy(mean_module),
-                likelihood=_copy(likelihood),
+                inducing=inducing
+                if isinstance(inducing, Tensor)
+                else copy_per_model(inducing, "outcome"),
+                covar_module=copy_per_model(covar_module, "outcome"),
+                mean_module=copy_per_model(mean_module, "outcome"),
+                likelihood=copy_per_model(likelihood, "outcome"),
                 outcome_transform=None,
                 input_transform=input_transform,
                 fit_subset_size=fit_subset_size,
@@ -595,13 +605,22 @@ class MultiOutputNystromGP(GPyTorchModel, GP, FantasizeMixin):
 NystromGP._multi_output_class = MultiOutputNystromGP
 
 
-def _copy(value: Any) -> Any:
-    # A user's module or selector, one copy per outcome (None stays None).
+def copy_per_model(value: Any, what: str) -> Any:
+    r"""A user's module or rule, copied for one of a container's models.
+
+    Args:
+        value: A kernel, mean, likelihood or selection rule, or None.
+        what: What each model is (``"outcome"``, ``"batch element"``), for the
+            message.
+
+    Returns:
+        A deep copy (None stays None).
+    """
     if value is None:
         return None
     if isinstance(value, FixedNoiseGaussianLikelihood):
         raise UnsupportedError(
-            "Pass train_Yvar (n x t) for fixed noise; a FixedNoiseGaussianLikelihood "
-            "cannot be shared by several outcomes."
+            "Pass train_Yvar for fixed noise; a FixedNoiseGaussianLikelihood "
+            f"cannot be shared by several models (one per {what})."
         )
     return copy.deepcopy(value)

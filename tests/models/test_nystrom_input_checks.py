@@ -9,7 +9,6 @@ from botorch.exceptions.errors import (
 )
 from botorch.models import SingleTaskGP
 from botorch.models.transforms import Normalize
-from gpytorch.mlls import ExactMarginalLogLikelihood
 from helpers import toy_data
 
 from botorch_sketch import (
@@ -52,9 +51,10 @@ def _row(i, like):
         (lambda X, Y: (X[:0], Y[:0]), InputDataError, "at least one"),
         (lambda X, Y: (X, Y.squeeze(-1)), BotorchTensorDimensionError, "n x 1"),
         (
-            lambda X, Y: (X.expand(2, -1, -1), Y.expand(2, -1, -1)),
+            # One batch dimension builds a BatchedNystromGP; two are refused.
+            lambda X, Y: (X.expand(2, 3, -1, -1), Y.expand(2, 3, -1, -1)),
             UnsupportedError,
-            "batched",
+            "one batch dimension",
         ),
     ],
 )
@@ -178,19 +178,6 @@ def test_one_dimensional_test_inputs_on_a_one_input_model(tkwargs):
     X3, Y3 = _data(n=20, d=3, **tkwargs)
     with pytest.raises(BotorchTensorDimensionError, match="batch_shape x q x d"):
         NystromGP(X3, Y3).posterior(torch.full((3,), 3.0, **tkwargs))
-
-
-def test_batch_cross_validation_is_refused_by_name(tkwargs):
-    from botorch.cross_validation import batch_cross_validation, gen_loo_cv_folds
-
-    X, Y = _data(n=8, **tkwargs)
-    folds = gen_loo_cv_folds(train_X=X, train_Y=Y)
-    with pytest.raises(UnsupportedError, match="batch_cross_validation"):
-        batch_cross_validation(
-            model_cls=NystromGP, mll_cls=ExactMarginalLogLikelihood, cv_folds=folds
-        )
-    with pytest.raises(UnsupportedError, match="batch_cross_validation"):
-        NystromGP(folds.train_X, folds.train_Y)
 
 
 def test_one_dimensional_inputs_to_model_call_on_a_one_input_model(tkwargs):
