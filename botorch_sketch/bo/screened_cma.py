@@ -78,11 +78,9 @@ References:
 
 from __future__ import annotations
 
-import contextlib
 import math
 import time
 import warnings
-from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -93,7 +91,8 @@ from botorch.utils.transforms import unnormalize
 from scipy.stats import kendalltau
 from torch import Tensor
 
-from botorch_sketch.bo.ask_tell import AskRecord, _key, best_observation
+from botorch_sketch.bo.ask_tell import AskRecord, _key
+from botorch_sketch.bo.cma_search import CMASearch
 from botorch_sketch.bo.sampling import posterior_means
 from botorch_sketch.bo.thompson import check_region, default_surrogate
 from botorch_sketch.checks import checked_count, checked_memory, checked_real
@@ -102,7 +101,7 @@ if TYPE_CHECKING:
     import cma
 
 
-class ScreenedCMAES:
+class ScreenedCMAES(CMASearch):
     r"""Ask/tell CMA-ES screened by a carried sketch's posterior means (maximises)."""
 
     def __init__(
@@ -182,10 +181,7 @@ class ScreenedCMAES:
                 f"{type(surrogate).__name__}."
             )
         self.surrogate = default_surrogate() if surrogate is None else surrogate
-        self._rng = np.random.default_rng(self.seed)
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(self.seed)
-            self._torch_state = torch.get_rng_state()
+        self._seed_streams(self.seed)
         self.restarts = 0
         self._scale: float | None = None  # the values' unit for CMA-ES
         self.es = self._search(np.full(self.dim, 0.5))
@@ -207,49 +203,15 @@ class ScreenedCMAES:
         self.screened: list[bool] = []
         self.last_ask = AskRecord()
 
-    # ----------------------------------------------------------- streams
-
-    @contextlib.contextmanager
-    def random_state(self) -> Iterator[None]:
-        r"""Swap the optimizer's torch random state in for torch's global one."""
-        with torch.random.fork_rng(devices=[]):
-            torch.set_rng_state(self._torch_state)
-            try:
-                yield
-            finally:
-                self._torch_state = torch.get_rng_state()
-
     def _search(self, x0: np.ndarray) -> cma.CMAEvolutionStrategy:
-        import cma  # a second to import: only when a search starts
-
-        options = {
-            "popsize": self.q,
-            "bounds": [0, 1],
-            "seed": math.nan,  # no reseeding of NumPy's global generator
-            "randn": lambda *shape: self._rng.standard_normal(shape),
-            "verbose": -9,
-        }
-        return cma.CMAEvolutionStrategy(x0, self.sigma0, options)
+        return self._distribution(x0, self.q)
 
     # --------------------------------------------------------------- views
-
-    @property
-    def region_length(self) -> float:
-        r"""CMA-ES's step size (in the unit cube)."""
-        return float(self.es.sigma)
 
     @property
     def pending(self) -> int:
         r"""Points of the last generation asked and not told."""
         return int((~self._told).sum())
-
-    def best(self) -> tuple[Tensor, float]:
-        r"""The best finite observation so far and its point (in bounds).
-
-        Returns:
-            A ``d`` tensor and the value (``-inf`` and NaNs before any).
-        """
-        return best_observation(self.train_X, self.train_Y, self.bounds)
 
     # ----------------------------------------------------------------- ask
 

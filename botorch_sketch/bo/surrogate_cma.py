@@ -61,11 +61,9 @@ References:
 
 from __future__ import annotations
 
-import contextlib
 import math
 import time
 import warnings
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -76,15 +74,16 @@ from botorch.utils.transforms import normalize, unnormalize
 from scipy.stats import kendalltau
 from torch import Tensor
 
-from botorch_sketch.bo.ask_tell import AskRecord, best_observation
+from botorch_sketch.bo.ask_tell import AskRecord
 from botorch_sketch.bo.checkpoint import CheckpointError, load_checkpoint
 from botorch_sketch.bo.checkpoint import save_checkpoint as _save
+from botorch_sketch.bo.cma_search import CMASearch
 from botorch_sketch.bo.thompson import check_region
 from botorch_sketch.bo.whitened_gp import Trend, WhitenedResidualGP, search_metric
 from botorch_sketch.checks import checked_count, checked_real
 
 if TYPE_CHECKING:
-    import cma
+    pass
 
 #: A told point matches an asked one within this distance (unit cube, max-norm).
 MATCH_TOLERANCE = 1e-4
@@ -94,7 +93,7 @@ CHOOSE_EVERY = 4
 MAX_POPULATION_ENTRIES = 50
 
 
-class SurrogateCMAES:
+class SurrogateCMAES(CMASearch):
     r"""Ask/tell CMA-ES whose populations a surrogate mostly evaluates (maximises)."""
 
     def __init__(
@@ -174,10 +173,7 @@ class SurrogateCMAES:
                 f"{MAX_POPULATION_ENTRIES} million): use a smaller q."
             )
         self._model_generations = 0
-        self._rng = np.random.default_rng(self.seed)
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(self.seed)
-            self._torch_state = torch.get_rng_state()
+        self._seed_streams(self.seed)
         self.restarts = 0
         self._scale: float | None = None
         self._start(np.full(self.dim, 0.5))
@@ -193,34 +189,10 @@ class SurrogateCMAES:
         self.last_ask = AskRecord()
         self._log: list[tuple[str, Any]] = []
 
-    # ----------------------------------------------------------- streams
-
-    @contextlib.contextmanager
-    def random_state(self) -> Iterator[None]:
-        r"""Swap the optimizer's torch random state in for torch's global one."""
-        with torch.random.fork_rng(devices=[]):
-            torch.set_rng_state(self._torch_state)
-            try:
-                yield
-            finally:
-                self._torch_state = torch.get_rng_state()
-
     def _start(self, x0: np.ndarray) -> None:
-        import cma  # a second to import: only when a search starts
         from cma.fitness_models import LQModel
 
-        options = {
-            "popsize": self.popsize,
-            "bounds": [0, 1],
-            "seed": math.nan,  # no reseeding of NumPy's global generator
-            "randn": lambda *shape: self._rng.standard_normal(shape),
-            "verbose": -9,
-        }
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            self.es: cma.CMAEvolutionStrategy = cma.CMAEvolutionStrategy(
-                x0, self.sigma0, options
-            )
+        self.es = self._distribution(x0, self.popsize)
         self.trend = LQModel()
         self._trend, self._trend_count = None, None  # the last fit, by data seen
         self._hyperparameters: tuple[float, float] | None = None
@@ -234,23 +206,10 @@ class SurrogateCMAES:
     # --------------------------------------------------------------- views
 
     @property
-    def region_length(self) -> float:
-        r"""CMA-ES's step size (in the unit cube)."""
-        return float(self.es.sigma)
-
-    @property
     def pending(self) -> int:
         r"""Points asked and not told."""
         g = self._generation
         return 0 if g is None else int((g["state"] == 1).sum())
-
-    def best(self) -> tuple[Tensor, float]:
-        r"""The best finite observation so far and its point (in bounds).
-
-        Returns:
-            A ``d`` tensor and the value (``-inf`` and NaNs before any).
-        """
-        return best_observation(self.train_X, self.train_Y, self.bounds)
 
     # ----------------------------------------------------------------- ask
 

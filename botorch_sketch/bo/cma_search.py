@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+r"""What the ask/tell optimizers over CMA-ES's search distribution share.
+
+:class:`~botorch_sketch.bo.ScreenedCMAES` and
+:class:`~botorch_sketch.bo.SurrogateCMAES` both keep a ``cma`` search
+distribution in the unit cube, draw from their own NumPy generator (``cma``
+otherwise reseeds NumPy's global one) and swap their own torch state in around
+the model's draws, so that a caller's streams are left alone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import warnings
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from botorch_sketch.bo.ask_tell import best_observation
+
+if TYPE_CHECKING:
+    import cma
+
+
+class CMASearch:
+    r"""A mixin: CMA-ES's distribution in the unit cube, and the optimizer's streams.
+
+    A subclass sets ``bounds``, ``sigma0``, ``train_X``, ``train_Y`` and ``es``,
+    and calls :meth:`_seed_streams` before its first draw.
+    """
+
+    bounds: Tensor
+    sigma0: float
+    train_X: Tensor
+    train_Y: Tensor
+    es: cma.CMAEvolutionStrategy
+
+    def _seed_streams(self, seed: int) -> None:
+        self._rng = np.random.default_rng(seed)
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            self._torch_state = torch.get_rng_state()
+
+    @contextlib.contextmanager
+    def random_state(self) -> Iterator[None]:
+        r"""Swap the optimizer's torch random state in for torch's global one."""
+        with torch.random.fork_rng(devices=[]):
+            torch.set_rng_state(self._torch_state)
+            try:
+                yield
+            finally:
+                self._torch_state = torch.get_rng_state()
+
+    def _distribution(self, x0: np.ndarray, popsize: int) -> cma.CMAEvolutionStrategy:
+        # A new search from x0 with step sigma0, drawing from the own generator.
+        import cma  # a second to import: only when a search starts
+
+        options = {
+            "popsize": popsize,
+            "bounds": [0, 1],
+            "seed": math.nan,  # no reseeding of NumPy's global generator
+            "randn": lambda *shape: self._rng.standard_normal(shape),
+            "verbose": -9,
+        }
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # cma's notes on its own options
+            return cma.CMAEvolutionStrategy(x0, self.sigma0, options)
+
+    @property
+    def region_length(self) -> float:
+        r"""CMA-ES's step size (in the unit cube)."""
+        return float(self.es.sigma)
+
+    def best(self) -> tuple[Tensor, float]:
+        r"""The best finite observation so far and its point (in bounds).
+
+        Returns:
+            A ``d`` tensor and the value (``-inf`` and NaNs before any).
+        """
+        return best_observation(self.train_X, self.train_Y, self.bounds)
