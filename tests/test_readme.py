@@ -154,7 +154,10 @@ def test_a_whole_block_runs(block, tmp_path):
     # Optuna block.
     assert "Negative variance values detected" not in done.stderr
     # Nor L-BFGS-B's line-search stops in the Optuna block's acquisition (23
-    # OptimizationWarnings "... message ABNORMAL"), nor the default inducing
-    # rule's cap in the Ray block ("qbar scaled by 0.697 for this draw", 3).
-    assert "ABNORMAL" not in done.stderr
+    # OptimizationWarnings "... message ABNORMAL"; the package optimises it),
+    # nor the default inducing rule's cap in the Ray block ("qbar scaled by
+    # 0.697 for this draw", 3). Ax's own acquisition optimiser (the Ax block)
+    # is Ax's to quieten.
+    if block.section.startswith("Optuna"):
+        assert "ABNORMAL" not in done.stderr
     assert "InducingSetCapWarning" not in done.stderr
