@@ -15,7 +15,8 @@ Methods:
 - ``lq-cma-es``: ``cma.fmin_lq_surr2`` as shipped (sequential; IPOP restarts);
 - ``cma-es``: ``cma``'s CMA-ES with IPOP restarts (population ``q`` for
   ``q > 1``, its default for ``q = 1``);
-- ``turbo-enn``: TuRBO-ENN of ``ennbo`` (``num_init = max(q, 2 d)``);
+- ``turbo-enn``: TuRBO-ENN of ``ennbo`` (``num_init``: ``2 d`` for ``q = 1``, else
+  ``q``: its batch size is fixed by its first ``ask``);
 - ``screened``: :class:`~botorch_sketch.bo.ScreenedCMAES`, CMA-ES screened by
   the carried sparse GP (``q >= 2``).
 """
@@ -213,7 +214,7 @@ class _TurboENN:
         self.q = q
         self._optimizer = create_optimizer(
             bounds=np.array([[0.0, 1.0]] * dim),
-            config=turbo_enn_config(num_init=max(q, 2 * dim)),
+            config=turbo_enn_config(num_init=2 * dim if q == 1 else q),
             rng=np.random.default_rng(seed),
         )
 
