@@ -52,12 +52,12 @@ install-test: $(TEST_STAMP)
 # warm-started SingleTaskGP: a table of CPU seconds per iteration and best value
 # found, and benchmark-results/demo-small.png.
 demo: $(STAMP)
-	$(PY) -m botorch_sketch.benchmarks demo
+	$(PY) -m benchmarks demo
 
 # make bench BENCH=bandits (or linear): the large budget of another benchmark.
 BENCH ?= inference
 bench: $(TUNE_STAMP)
-	$(PY) -m botorch_sketch.benchmarks $(BENCH) --budget large
+	$(PY) -m benchmarks $(BENCH) --budget large
 
 # Tune an SVM on digits through Ax with GradientSubsetGP (checkpointed; add
 # ARGS=--resume to continue a killed run).

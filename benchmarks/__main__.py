@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-r"""``python -m botorch_sketch.benchmarks [NAME] [--budget small|large] [--out DIR]``.
+r"""``python -m benchmarks [NAME] [--budget small|large] [--out DIR]``.
 
 ``scale`` and ``throughput`` also take ``--device cuda``: their report is then
 ``DIR/NAME-BUDGET-cuda.md``, beside the CPU one, and ``--collect`` gathers both.
@@ -25,7 +25,7 @@ from functools import partial
 
 import torch
 
-from botorch_sketch.benchmarks import (
+from benchmarks import (
     bandits,
     bo,
     catalogue,
@@ -251,9 +251,9 @@ def collect(directory: str, budget: str, path: str) -> list[str]:
             missing.append(name)
     how = (
         "Each section comes from its own run of "
-        f"`python -m botorch_sketch.benchmarks NAME --budget {budget}` "
+        f"`python -m benchmarks NAME --budget {budget}` "
         "(`make bench BENCH=NAME`), gathered by "
-        f"`python -m botorch_sketch.benchmarks --collect {directory} "
+        f"`python -m benchmarks --collect {directory} "
         f"--budget {budget} --to {os.path.basename(path)}`."
     )
     if missing:
@@ -289,7 +289,7 @@ def collect_cells(directories: list[str], budget: str, path: str) -> int:
     Args:
         directories: The runs' ``--out`` folders (a cell in several is read
             from the first).
-        budget: A grid of :data:`~botorch_sketch.benchmarks.large_batch.GRIDS`.
+        budget: A grid of :data:`~benchmarks.large_batch.GRIDS`.
         path: The report to write; its figures go beside it.
 
     Returns:
@@ -305,7 +305,7 @@ def collect_cells(directories: list[str], budget: str, path: str) -> int:
     missing = len(wanted) - len(records)
     how = (
         f"{len(records)} cells merged from {', '.join(directories)} by "
-        f"`python -m botorch_sketch.benchmarks --collect {' '.join(directories)} "
+        f"`python -m benchmarks --collect {' '.join(directories)} "
         f"--budget {budget} --to {os.path.basename(path)}`"
         + (f"; {missing} cells of the grid not run." if missing else ".")
     )
@@ -349,7 +349,7 @@ def _device(parser: argparse.ArgumentParser, args: argparse.Namespace) -> torch.
 def main(argv: list[str] | None = None) -> int:
     r"""Run one benchmark or all of them, print the tables and write them."""
     parser = argparse.ArgumentParser(
-        prog="python -m botorch_sketch.benchmarks",
+        prog="python -m benchmarks",
         description="Run a benchmark on a budget and write its report to --out.",
         epilog=catalogue.help_epilog(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -448,7 +448,7 @@ def main(argv: list[str] | None = None) -> int:
         where = DEVICE_SUFFIXES.get(suffix, "")
         sections.append(_section(name, text, figures, args.out, where))
     if len(names) > 1:
-        how = f"`python -m botorch_sketch.benchmarks --budget {args.budget}`"
+        how = f"`python -m benchmarks --budget {args.budget}`"
         _write_report(
             os.path.join(args.out, "BENCHMARKS.md"), args.budget, sections, how
         )

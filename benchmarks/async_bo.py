@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 r"""Ask/tell latency, asynchronous Ray utilisation, and kills during a run.
 
-``python -m botorch_sketch.benchmarks.async_bo --budget small --out DIR``
+``python -m benchmarks.async_bo --budget small --out DIR``
 writes ``DIR/async-bo-BUDGET.md`` with three measurements of
 :class:`~botorch_sketch.bo.LargeBatchOptimizer`:
 
@@ -44,7 +44,7 @@ from pathlib import Path
 import torch
 from botorch.test_functions import Ackley, Hartmann
 
-from botorch_sketch.benchmarks.large_batch.problems import RoverTrajectory
+from benchmarks.large_batch.problems import RoverTrajectory
 from botorch_sketch.bo import LargeBatchOptimizer, run_large_batch
 from botorch_sketch.bo.checkpoint import load_checkpoint
 
@@ -275,8 +275,7 @@ def render(
     r"""The report's markdown."""
     lines = [f"# Ask/tell latency, asynchronous Ray runs and kills ({budget_name})", ""]
     lines += [
-        f"Command: `python -m botorch_sketch.benchmarks.async_bo --budget "
-        f"{budget_name}`.",
+        f"Command: `python -m benchmarks.async_bo --budget {budget_name}`.",
         "",
         f"## ask(1) after a tell, n = {budget.n}, d = {budget.dim} (one thread)",
         "",

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 r"""SIGKILL a resumable ask/tell run at random moments and audit its final data.
 
-``python -m botorch_sketch.benchmarks.async_kills --budget large --out DIR``
+``python -m benchmarks.async_kills --budget large --out DIR``
 writes ``DIR/async-kills-BUDGET.md``. Each part runs a driver in a subprocess
 (this module with ``--child``) that resumes from its checkpoint if there is
 one, kills it by SIGKILL ``kills`` times and restarts it, then lets it finish:
@@ -364,7 +364,7 @@ def run(part: Part, seed: int = 0, directory: Path | None = None) -> KillRun:
     args = [
         sys.executable,
         "-m",
-        "botorch_sketch.benchmarks.async_kills",
+        "benchmarks.async_kills",
         "--child",
         part.driver,
         str(directory),
@@ -509,8 +509,7 @@ def render(budget: str, runs: list[KillRun]) -> str:
     lines = [
         f"# SIGKILL at random moments, resumed from the checkpoint ({budget})",
         "",
-        f"Command: `python -m botorch_sketch.benchmarks.async_kills --budget "
-        f"{budget}`.",
+        f"Command: `python -m benchmarks.async_kills --budget {budget}`.",
         "",
         "| driver | seed | evaluations | kills (delay / after save / during save; "
         "mid-write) | evaluated | lost at kills (told, not saved) | re-proposed "
@@ -557,7 +556,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.child:
         driver, directory, n, kills, q = args.child
         # By the package's name, so that Ray's workers can import the objective.
-        from botorch_sketch.benchmarks import async_kills
+        from benchmarks import async_kills
 
         part = async_kills.Part(driver, int(n), int(kills), q=int(q))
         drive = async_kills.drive_ray if driver == "ray" else async_kills.drive_sync

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 r"""CPU seconds per warm Ax trial at N attached trials, by acquisition baseline.
 
-``python -m botorch_sketch.benchmarks.ax_baseline [--n 1000 2000] [--trials 6]
+``python -m benchmarks.ax_baseline [--n 1000 2000] [--trials 6]
 [--seeds 0 1] [--max-inducing 384] [--problem hartmann6 ackley10]``
 
 A test function with Gaussian noise (sd 0.1, minimised: Hartmann-6 on the unit

@@ -35,13 +35,7 @@ from gpytorch.kernels import RBFKernel
 from torch import Tensor
 from tqdm.auto import tqdm
 
-from botorch_sketch.bandits import BanditTrace, FiniteArmEnvironment, run_finite
-from botorch_sketch.bandits.bkb import BKB
-from botorch_sketch.bandits.dtc_ucb import DTCUCB
-from botorch_sketch.bandits.gp_ucb import GPUCB
-from botorch_sketch.bandits.loop import plot_experiments
-from botorch_sketch.bandits.random_policy import RandomPolicy
-from botorch_sketch.benchmarks.metrics import (
+from benchmarks.metrics import (
     BanditRow,
     TorchCallCounter,
     dtc_step_flops,
@@ -49,6 +43,12 @@ from botorch_sketch.benchmarks.metrics import (
     reference_row,
     trace_columns,
 )
+from botorch_sketch.bandits import BanditTrace, FiniteArmEnvironment, run_finite
+from botorch_sketch.bandits.bkb import BKB
+from botorch_sketch.bandits.dtc_ucb import DTCUCB
+from botorch_sketch.bandits.gp_ucb import GPUCB
+from botorch_sketch.bandits.loop import plot_experiments
+from botorch_sketch.bandits.random_policy import RandomPolicy
 
 EXACT = "gp-ucb"
 #: Steps of the untimed run that counts a policy's torch calls per step.

@@ -20,14 +20,14 @@ inputs (pruned) or pathwise Thompson sampling, maximised by ``optimize_acqf``
 - ``GSS-Nystrom``: the GSSBO subset as the inducing set of a ``NystromGP`` on
   all data (:func:`~botorch_sketch.models.gss_nystrom.fit_gss_nystrom`).
 - ``TuRBO SingleTaskGP`` / ``TuRBO NystromGP``: TuRBO-1 with restarts
-  (:func:`~botorch_sketch.benchmarks.harness.turbo_loop.run_turbo`), the same
+  (:func:`~benchmarks.harness.turbo_loop.run_turbo`), the same
   acquisition inside the box.
 
 Each configuration is a budget; ``small`` is what the test suite runs. A time
 cap stops a method once its fit + acquisition seconds exceed it, and the report
 says so.
 
-``python -m botorch_sketch.benchmarks bo --budget small|medium|large|long|ts``
+``python -m benchmarks bo --budget small|medium|large|long|ts``
 
 References:
 
@@ -59,9 +59,9 @@ from botorch.test_functions.synthetic import SyntheticTestFunction
 from gpytorch.mlls import VariationalELBO
 from torch import Tensor
 
-from botorch_sketch.benchmarks.cv_problem import CrossValidatedAccuracy
-from botorch_sketch.benchmarks.harness import BOTrace, CountTrigger, ModelSpec, run_bo
-from botorch_sketch.benchmarks.harness.turbo_loop import run_turbo
+from benchmarks.cv_problem import CrossValidatedAccuracy
+from benchmarks.harness import BOTrace, CountTrigger, ModelSpec, run_bo
+from benchmarks.harness.turbo_loop import run_turbo
 from botorch_sketch.bo import IncrementalGP
 from botorch_sketch.models import GradientSubsetGP, NystromGP, fit_gss_nystrom
 from botorch_sketch.sketching.rules import RandomSubset

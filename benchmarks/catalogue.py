@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 r"""What each benchmark and budget runs, and roughly how long: the ``--help`` list.
 
-``python -m botorch_sketch.benchmarks --help`` prints :func:`help_epilog`. The
+``python -m benchmarks --help`` prints :func:`help_epilog`. The
 times are wall clock on 2 idle cores (``make bench``'s setting; the runs that
 set their own threads use one); on a machine that other jobs share, expect two to
 four times as long. The small budgets are for trying a benchmark and for the
@@ -29,7 +29,7 @@ class Budget:
     time: str
 
 
-#: Each benchmark (``python -m botorch_sketch.benchmarks NAME``): what it
+#: Each benchmark (``python -m benchmarks NAME``): what it
 #: compares, then its budgets in the order ``--help`` lists them.
 CATALOGUE: dict[str, tuple[str, dict[str, Budget]]] = {
     "demo": (

@@ -40,6 +40,7 @@ import torch
 from gpytorch.kernels import Kernel, ProductKernel, RBFKernel
 from tqdm.auto import tqdm
 
+from benchmarks.metrics import BanditRow, reference_row, trace_columns
 from botorch_sketch.bandits.contextual import CBBKB, CBKB, EKUCB, KernelUCB
 from botorch_sketch.bandits.contextual_environments import (
     Bump,
@@ -48,7 +49,6 @@ from botorch_sketch.bandits.contextual_environments import (
 )
 from botorch_sketch.bandits.environments import ContextualEnvironment
 from botorch_sketch.bandits.loop import BanditTrace, plot_experiments, run_contextual
-from botorch_sketch.benchmarks.metrics import BanditRow, reference_row, trace_columns
 
 EXACT = "kernel-ucb"
 ALL = ("ek-ucb", EXACT, "cbbkb", "cbkb")

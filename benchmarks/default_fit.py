@@ -8,7 +8,7 @@ the default, ``fit_subset_size = 1000`` reproduces the previous default fit
 hyperparameters once, exactly, on ``exact_fit_size`` of them shows in the same
 run. Every model sees the same data; the exact GP runs first for each case.
 
-``python -m botorch_sketch.benchmarks default-fit --budget large`` (n = 2000
+``python -m benchmarks default-fit --budget large`` (n = 2000
 and 5000, two seeds, one torch thread, then two).
 """
 
@@ -23,8 +23,8 @@ from botorch.models import SingleTaskGP
 from gpytorch.mlls import ExactMarginalLogLikelihood
 from torch import Tensor
 
-from botorch_sketch.benchmarks.inference import hartmann_data
-from botorch_sketch.benchmarks.metrics import held_out_accuracy, stopwatch
+from benchmarks.inference import hartmann_data
+from benchmarks.metrics import held_out_accuracy, stopwatch
 from botorch_sketch.models import NystromGP
 
 NOISE_SD = 0.3

@@ -13,7 +13,7 @@ candidate sets and seed for both), with two surrogates:
 - ``SingleTaskGP (warm)``: BoTorch's exact GP rebuilt every iteration from the
   last hyperparameters (a Cholesky factorisation of all ``n`` observations) and
   refitted, warm-started, every ``k`` iterations: the expert's anchor
-  (:class:`~botorch_sketch.benchmarks.large_batch.WarmExactGP`).
+  (:class:`~benchmarks.large_batch.WarmExactGP`).
 
 Each iteration (model, then batch) is timed in CPU seconds
 (``time.process_time``). The table gives the median seconds per iteration near a
@@ -21,7 +21,7 @@ few ``n`` and their ratio, the CPU seconds so far (refits included) and the best
 noise-free value found; the figure draws seconds per iteration and best value
 against ``n``.
 
-``python -m botorch_sketch.benchmarks demo [--budget small|large]`` (``make
+``python -m benchmarks demo [--budget small|large]`` (``make
 demo`` runs the small budget, to n = 1500: about a minute on 2 idle cores,
 imports included; two to four times that on a busy machine).
 """
@@ -38,7 +38,7 @@ from botorch.exceptions.warnings import BotorchWarning
 from botorch.test_functions import Hartmann
 from linear_operator.utils.warnings import NumericalWarning
 
-from botorch_sketch.benchmarks.large_batch import WarmExactGP
+from benchmarks.large_batch import WarmExactGP
 from botorch_sketch.bo.incremental_gp import IncrementalGP
 from botorch_sketch.bo.large_batch import LargeBatchTrace, run_large_batch
 
@@ -296,7 +296,7 @@ def plot(traces: dict[str, LargeBatchTrace], path: str) -> str:
 
 
 def report(budget_name: str, stem: str, machine: str) -> tuple[str, list[str]]:
-    r"""Run, tabulate and plot (the runner for ``python -m botorch_sketch.benchmarks``).
+    r"""Run, tabulate and plot (the runner for ``python -m benchmarks``).
 
     Args:
         budget_name: A key of :data:`BUDGETS`.

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import torch
 from botorch.sampling import SobolQMCNormalSampler
 
-from botorch_sketch.benchmarks.metrics import in_fresh_process
+from benchmarks.metrics import in_fresh_process
 from botorch_sketch.models.nystrom_gp import NystromGP
 from botorch_sketch.sketching.posterior import DTCStatistics, WeightPosterior
 from botorch_sketch.sketching.rules import GreedyVarianceSelector

@@ -20,7 +20,7 @@ uses no gradient).
 The ``hybrid`` budget runs the GSS-Nystrom hybrid (:class:`WarmHybrid`) beside
 GSSBO and RSSBO at the same ``M``.
 
-``python -m botorch_sketch.benchmarks gssbo --budget NAME`` (small, large,
+``python -m benchmarks gssbo --budget NAME`` (small, large,
 interpretations, hybrid).
 
 References:
@@ -40,14 +40,14 @@ from botorch.test_functions import EggHolder, Hartmann, Levy, Powell, Rastrigin
 from botorch.test_functions.synthetic import SyntheticTestFunction
 from torch import Tensor
 
-from botorch_sketch.benchmarks.harness import (
+from benchmarks.harness import (
     BOTrace,
     CountTrigger,
     ModelSpec,
     plot_bo_traces,
     run_bo,
 )
-from botorch_sketch.benchmarks.harness.loop import fit_model
+from benchmarks.harness.loop import fit_model
 from botorch_sketch.models.gradient_subset_gp import (
     GradientSubsetGP,
     hyperparameter_gradients,

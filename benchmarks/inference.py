@@ -37,12 +37,12 @@ from botorch.test_functions import Hartmann
 from torch import Tensor
 from tqdm.auto import tqdm
 
-from botorch_sketch.benchmarks.metrics import (
+from benchmarks.metrics import (
     effective_dimension,
     held_out_accuracy,
     stopwatch,
 )
-from botorch_sketch.benchmarks.peers import (
+from benchmarks.peers import (
     fit_nystrom,
     fit_sgpr,
     fit_single_task_gp,

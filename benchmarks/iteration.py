@@ -14,7 +14,7 @@ the totals. Beside wall-clock seconds it records the process's CPU seconds
 with other jobs the CPU ratio is the one that carries over. The two models take
 turns in which goes first.
 
-``python -m botorch_sketch.benchmarks iteration --budget small|large``
+``python -m benchmarks iteration --budget small|large``
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from botorch.test_functions import Hartmann
 from gpytorch.mlls import ExactMarginalLogLikelihood
 from torch import Tensor
 
-from botorch_sketch.benchmarks.harness.loop import count_evaluations
+from benchmarks.harness.loop import count_evaluations
 from botorch_sketch.models import NystromGP
 
 MODELS: dict[str, Callable[[Tensor, Tensor], Model]] = {

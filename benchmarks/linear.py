@@ -47,11 +47,11 @@ from dataclasses import dataclass
 import torch
 from tqdm.auto import tqdm
 
+from benchmarks.metrics import machine_rates
 from botorch_sketch.bandits.linear_environments import sphere_arms_environment
 from botorch_sketch.bandits.linucb import LinUCB, SGDLinUCB
 from botorch_sketch.bandits.policy import ContextualPolicy
 from botorch_sketch.bandits.replay import digits_log, replay_side_by_side
-from botorch_sketch.benchmarks.metrics import machine_rates
 from botorch_sketch.sketching.linear import InverseRidge, OffsetHarmonicStep, PowerRidge
 
 BASELINE = "LinUCB"

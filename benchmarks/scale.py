@@ -13,7 +13,7 @@ likelihood on 10,000 points.
 
 At the largest ``n`` of the budget, BoTorch's ``SingleTaskVariationalGP`` with
 the same ``m`` then races to the same held-out NLL in another fresh process
-(:func:`~botorch_sketch.benchmarks.svgp_race.race_svgp`); the ratio compares
+(:func:`~benchmarks.svgp_race.race_svgp`); the ratio compares
 its time to reach it with the time ``NystromGP`` took to be ready for the
 acquisition (build, fit and posterior state).
 
@@ -37,12 +37,12 @@ from botorch.optim import optimize_acqf
 from botorch.test_functions import Hartmann
 from gpytorch.mlls import ExactMarginalLogLikelihood
 
-from botorch_sketch.benchmarks.metrics import (
+from benchmarks.metrics import (
     held_out_accuracy,
     in_fresh_process,
     synchronize,
 )
-from botorch_sketch.benchmarks.svgp_race import RaceResult, race_svgp
+from benchmarks.svgp_race import RaceResult, race_svgp
 from botorch_sketch.models.nystrom_gp import NystromGP
 from botorch_sketch.sketching.rules import GreedyVarianceSelector
 

@@ -41,14 +41,14 @@ spawned process of its own with one thread, at most two at a time; it reports
 the best value and the failed trials, median over seeds, and each seed's row.
 Each study is appended to a JSON-lines file as it finishes, which a later run
 resumes and ``--collect`` renders: ``suggest_scratch``, ``python -m
-botorch_sketch.benchmarks.suggest_scratch``.
+benchmarks.suggest_scratch``.
 
 The ``two-objective`` budget runs whole 60-trial studies of a two-objective
 task (a task loss and a latency-like cost, both minimised; ``_two_objective``)
 with ``SketchSampler``, ``GPSampler`` and ``TPESampler``, 3 seeds, and reports
 the hypervolume of the noise-free values of the trials run (against the fixed
 reference point ``PARETO_REF``) and CPU seconds per study: ``run_pareto``,
-``render_pareto``; ``python -m botorch_sketch.benchmarks.suggest two-objective``.
+``render_pareto``; ``python -m benchmarks.suggest two-objective``.
 
 The ``two-objective-dtlz2`` budget runs the same on BoTorch's DTLZ2 (6
 parameters, no noise, 6 seeds), where five parameters matter only near the
@@ -68,7 +68,7 @@ mixed space whose objectives are about ``1e-3`` and ``1e3``, one maximised,
 with noise and failed trials), and reports each method's hypervolume and its
 ratio to ``GPSampler``'s.
 
-``python -m botorch_sketch.benchmarks suggest --budget BUDGET`` with ``BUDGET`` one of
+``python -m benchmarks suggest --budget BUDGET`` with ``BUDGET`` one of
 ``small``, ``medium``, ``quality``, ``exact``, ``large``, ``mixed``,
 ``mixed-unseen``, ``mixed-scratch``, ``two-objective``, ``two-objective-dtlz2``
 and ``two-objective-unseen``.
@@ -350,7 +350,7 @@ def _study(
     import optuna
     from optuna.trial import TrialState
 
-    from botorch_sketch.benchmarks import suggest_unseen
+    from benchmarks import suggest_unseen
 
     if task in suggest_unseen.TASKS:
         return suggest_unseen.study(make_sampler(method), task, n)
@@ -433,7 +433,7 @@ def run_regret(budget_name: str) -> list[RegretRow]:
     r"""Whole runs on noisy Hartmann-6 of every method of a budget, each seed.
 
     (The mixed task's whole studies are
-    :func:`~botorch_sketch.benchmarks.suggest_scratch.run_scratch`'s.)
+    :func:`~benchmarks.suggest_scratch.run_scratch`'s.)
     """
     budget = BUDGETS[budget_name]
     rows = []
@@ -534,7 +534,7 @@ import sys
 sys.modules["greenlet"] = None
 import json
 
-from botorch_sketch.benchmarks.suggest import _alone_unbatched
+from benchmarks.suggest import _alone_unbatched
 
 method, n, repeats, task, path = json.loads(sys.argv[1])
 result = _alone_unbatched(method, n, repeats, task)

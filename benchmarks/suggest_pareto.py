@@ -4,7 +4,7 @@ r"""Two objectives: the hypervolume Optuna samplers reach in a whole study.
 A task loss and a latency-like cost, both minimised, over a 5-parameter space
 (a log-scaled float, three floats, an integer), with noise sd 0.01 on each.
 Each method runs whole studies (the ``two-objective`` budget of
-:mod:`~botorch_sketch.benchmarks.suggest`: 60 trials, 3 seeds), each in a
+:mod:`~benchmarks.suggest`: 60 trials, 3 seeds), each in a
 process of its own with one thread; the report gives the median hypervolume of
 the noise-free values of the trials run, against a fixed reference point, and
 the median CPU seconds per study.
@@ -18,8 +18,8 @@ with noise (1% of each) and failed trials in a corner; the hypervolume is
 BoTorch's ``Hypervolume`` against each task's fixed reference point
 (:data:`UNSEEN_REFERENCE`).
 
-``python -m botorch_sketch.benchmarks suggest --budget two-objective``, or
-``python -m botorch_sketch.benchmarks.suggest_pareto [BUDGET [METHOD ...]]``.
+``python -m benchmarks suggest --budget two-objective``, or
+``python -m benchmarks.suggest_pareto [BUDGET [METHOD ...]]``.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from botorch_sketch.benchmarks.suggest import BUDGETS, make_sampler
+from benchmarks.suggest import BUDGETS, make_sampler
 
 #: The fixed hypervolume reference point (task loss, cost), both minimised.
 #: The box's Pareto front reaches 4.39 against it; 60 random trials 3.0-3.4.
@@ -347,7 +347,7 @@ def render_pareto(rows: list[ParetoRow]) -> str:
 def _render_unseen(rows: list[ParetoRow]) -> str:
     # One table over the tasks: each method's median hypervolume, its median
     # ratio to GPSampler's seed by seed, each seed's value and CPU seconds.
-    from botorch_sketch.benchmarks.suggest import GP
+    from benchmarks.suggest import GP
 
     trials, seeds = rows[0].trials, len(rows[0].hypervolumes)
     lines = [
@@ -380,7 +380,7 @@ def _render_unseen(rows: list[ParetoRow]) -> str:
 if __name__ == "__main__":
     import sys
 
-    # ``python -m botorch_sketch.benchmarks.suggest_pareto [BUDGET [METHOD ...]]``
+    # ``python -m benchmarks.suggest_pareto [BUDGET [METHOD ...]]``
     name = sys.argv[1] if len(sys.argv) > 1 else "two-objective"
     chosen = sys.argv[2:] or None
     print(render_pareto(run_pareto(name, processes=2, methods=chosen)), flush=True)

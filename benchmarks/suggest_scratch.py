@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 r"""The mixed task from scratch: whole studies from an empty study, by seed.
 
-The ``mixed-scratch`` budget of :mod:`~botorch_sketch.benchmarks.suggest`:
+The ``mixed-scratch`` budget of :mod:`~benchmarks.suggest`:
 ``SketchSampler``, ``GPSampler`` and ``TPESampler`` each run whole 100-trial
 studies (maximised) on the mixed task (a log-scaled float, three floats, an
 integer and a categorical; ``_mixed_space``, ``_mixed_score``, noise sd 0.01
@@ -19,8 +19,8 @@ Each study is appended, as it finishes, to a JSON-lines file of cells
 crash keeps what was done; a later run skips the cells the file holds, and
 ``--collect`` renders the report from the file without running anything.
 
-``python -m botorch_sketch.benchmarks suggest --budget mixed-scratch``, or
-``python -m botorch_sketch.benchmarks.suggest_scratch [--cells FILE]
+``python -m benchmarks suggest --budget mixed-scratch``, or
+``python -m benchmarks.suggest_scratch [--cells FILE]
 [--workers K] [--methods M ...] [--seeds S ...] [--collect] [--to REPORT]``.
 """
 
@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from botorch_sketch.benchmarks.suggest import (
+from benchmarks.suggest import (
     BUDGETS,
     SKETCH,
     Failed,
@@ -51,7 +51,7 @@ from botorch_sketch.benchmarks.suggest import (
     make_sampler,
 )
 
-#: The budget of :mod:`~botorch_sketch.benchmarks.suggest` this module runs.
+#: The budget of :mod:`~benchmarks.suggest` this module runs.
 BUDGET = "mixed-scratch"
 #: Where the cells go by default (the benchmark CLI's default ``--out``).
 CELLS = os.path.join("benchmark-results", f"suggest-{BUDGET}.jsonl")
@@ -361,9 +361,7 @@ def render_scratch(rows: list[ScratchRow]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     r"""Run the studies not yet in the cells file, or ``--collect`` them."""
-    parser = argparse.ArgumentParser(
-        prog="python -m botorch_sketch.benchmarks.suggest_scratch"
-    )
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.suggest_scratch")
     parser.add_argument("--budget", default=BUDGET, help=f"[{BUDGET}]")
     parser.add_argument("--cells", default=CELLS, help=f"JSON-lines file [{CELLS}]")
     parser.add_argument(
@@ -396,7 +394,7 @@ def main(argv: list[str] | None = None) -> int:
     print(text)
     if args.to:
         how = (
-            "`python -m botorch_sketch.benchmarks.suggest_scratch "
+            "`python -m benchmarks.suggest_scratch "
             f"--cells {args.cells} --collect --to {args.to}`"
         )
         with open(args.to, "w") as f:
@@ -409,6 +407,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from botorch_sketch.benchmarks.suggest_scratch import main as _main
+    from benchmarks.suggest_scratch import main as _main
 
     sys.exit(_main())

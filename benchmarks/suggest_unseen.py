@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 r"""Mixed-space tasks the sampler was not tuned on: ``suggest --budget mixed-unseen``.
 
-The ``mixed`` task of :mod:`~botorch_sketch.benchmarks.suggest` has six
+The ``mixed`` task of :mod:`~benchmarks.suggest` has six
 parameters (one categorical of three choices, 8 encoded columns) and fails in
 4.5% of the box. Users' studies differ from it; these two tasks differ as they
 do:
@@ -350,8 +350,8 @@ def loss_cost(n: int, d: int, repeats: int = 10) -> dict[str, float]:
 
 
 if __name__ == "__main__":
-    # python -m botorch_sketch.benchmarks.suggest_unseen TASK SEED [TRIALS [SAMPLER]]
-    # python -m botorch_sketch.benchmarks.suggest_unseen loss N D
+    # python -m benchmarks.suggest_unseen TASK SEED [TRIALS [SAMPLER]]
+    # python -m benchmarks.suggest_unseen loss N D
     import json
     import sys
     import warnings

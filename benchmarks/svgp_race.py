@@ -28,7 +28,7 @@ from botorch.models import SingleTaskVariationalGP
 from gpytorch.mlls import VariationalELBO
 from torch import Tensor
 
-from botorch_sketch.benchmarks.metrics import held_out_accuracy, synchronize
+from benchmarks.metrics import held_out_accuracy, synchronize
 
 
 @dataclass

@@ -19,7 +19,7 @@ from functools import partial
 
 import torch
 
-from botorch_sketch.benchmarks.metrics import synchronize
+from benchmarks.metrics import synchronize
 from botorch_sketch.models.nystrom_gp import NystromGP
 from botorch_sketch.sketching.rules import GreedyVarianceSelector
 

@@ -328,7 +328,7 @@ def render(
 
 
 def report(budget_name: str, stem: str, machine: str) -> tuple[str, list[str]]:
-    r"""Run, plot and render (the runner for ``python -m botorch_sketch.benchmarks``).
+    r"""Run, plot and render (the runner for ``python -m benchmarks``).
 
     Args:
         budget_name: ``"small"`` or ``"large"``.

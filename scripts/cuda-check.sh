@@ -44,7 +44,7 @@ for bench in throughput scale; do
     throughput) limit=${THROUGHPUT_S:-90} budget=large ;;
     scale) limit=${SCALE_S:-300} budget=${SCALE_BUDGET:-large} ;;
     esac
-    timeout "$limit" "$py" -m botorch_sketch.benchmarks "$bench" --budget "$budget" \
+    timeout "$limit" "$py" -m benchmarks "$bench" --budget "$budget" \
         --device "$device" --out "$out" 2>&1 | tee "$out/$bench.log"
     status=$((status | PIPESTATUS[0]))
 done

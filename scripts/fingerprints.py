@@ -491,7 +491,7 @@ def _quiet() -> Iterator[None]:
 
 @fingerprint("benchmarks.bandits")
 def _bench_bandits() -> Any:
-    bandits = _import("botorch_sketch.benchmarks.bandits")
+    bandits = _import("benchmarks.bandits")
     tiny = [
         bandits.Case("setting-1", 200, 2, 0.3, 40, 0, bandits.ALL),
         bandits.Case("crossover", 300, 2, 0.3, 30, 0, bandits.FAST, noise_fraction=1.0),
@@ -520,7 +520,7 @@ def _bench_bandits() -> Any:
 
 @fingerprint("benchmarks.linear")
 def _bench_linear() -> Any:
-    linear = _import("botorch_sketch.benchmarks.linear")
+    linear = _import("benchmarks.linear")
     _seed(0)
     with _quiet():
         rows = [
@@ -548,7 +548,7 @@ def _bench_linear() -> Any:
 
 @fingerprint("benchmarks.contextual")
 def _bench_contextual() -> Any:
-    contextual = _import("botorch_sketch.benchmarks.contextual")
+    contextual = _import("benchmarks.contextual")
     tiny = [
         contextual.Case("bump", "bump", 30, 0, contextual.ALL),
         contextual.Case("long", "chessboard", 40, 0, ("ek-ucb",), noise_var=1.0),
@@ -590,7 +590,7 @@ def _bo_trace(trace: Any) -> dict[str, Any]:
 
 @fingerprint("benchmarks.gssbo")
 def _bench_gssbo() -> Any:
-    gssbo = _import("botorch_sketch.benchmarks.gssbo")
+    gssbo = _import("benchmarks.gssbo")
     tiny = gssbo.Budget(
         ["Hartmann-6"],
         5,
@@ -617,7 +617,7 @@ def _bench_gssbo() -> Any:
 
 @fingerprint("benchmarks.bo")
 def _bench_bo() -> Any:
-    bo = _import("botorch_sketch.benchmarks.bo")
+    bo = _import("benchmarks.bo")
     methods = [bo.EXACT, bo.SKETCH, bo.INCREMENTAL, bo.GSS, bo.HYBRID, bo.TURBO_SKETCH]
     tiny = bo.Budget(
         ["Hartmann-6"],

@@ -22,10 +22,10 @@ from collections.abc import Callable
 
 import torch
 
+from benchmarks.bandits import FAST, Case, make_problem
+from benchmarks.metrics import synchronize
 from botorch_sketch.bandits import BKB, GPUCB, LinUCB, SGDLinUCB
 from botorch_sketch.bandits.linear_environments import sphere_arms_environment
-from botorch_sketch.benchmarks.bandits import FAST, Case, make_problem
-from botorch_sketch.benchmarks.metrics import synchronize
 from botorch_sketch.sketching.linear import InverseRidge
 
 #: Seconds of the whole run, seconds of each step, and the arm of each step.

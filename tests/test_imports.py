@@ -28,7 +28,6 @@ ABOVE_SKETCHING = (
     "bandits",
     "acquisition",
     "integrations",
-    "benchmarks",
     "tune",
 )
 #: The layers of ``sketching``: each subpackage and what it may import besides

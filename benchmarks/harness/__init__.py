@@ -7,7 +7,7 @@ TuRBO-1 trust region; subset triggers (:mod:`.triggers`) decide when a subset GP
 stops growing. User-facing loop helpers live in :mod:`botorch_sketch.bo`.
 """
 
-from botorch_sketch.benchmarks.harness.loop import (
+from benchmarks.harness.loop import (
     BOTrace,
     ModelSpec,
     build_model,
@@ -17,12 +17,12 @@ from botorch_sketch.benchmarks.harness.loop import (
     plot_bo_traces,
     run_bo,
 )
-from botorch_sketch.benchmarks.harness.triggers import (
+from benchmarks.harness.triggers import (
     CountTrigger,
     SubsetTrigger,
     TimeTrigger,
 )
-from botorch_sketch.benchmarks.harness.turbo_loop import TurboTrace, run_turbo
+from benchmarks.harness.turbo_loop import TurboTrace, run_turbo
 
 __all__ = [
     "BOTrace",

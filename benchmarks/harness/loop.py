@@ -43,7 +43,7 @@ from gpytorch.models import GP
 from torch import Tensor
 from tqdm.auto import tqdm
 
-from botorch_sketch.benchmarks.harness.triggers import SubsetTrigger
+from benchmarks.harness.triggers import SubsetTrigger
 from botorch_sketch.checks import checked_count
 
 if TYPE_CHECKING:

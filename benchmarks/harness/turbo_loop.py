@@ -8,7 +8,7 @@ region), generates a batch inside the region
 state. When the region collapses, its data are set aside and a new region
 starts from a fresh Sobol design, evaluated ``batch_size`` points per iteration
 so that every evaluation is one of the trace's [Eriksson2019scalable]_. The
-trace is a :class:`~botorch_sketch.benchmarks.harness.BOTrace` (plots and regret work
+trace is a :class:`~benchmarks.harness.BOTrace` (plots and regret work
 unchanged) that also records the region's length and the restarts.
 
 References:
@@ -37,7 +37,7 @@ from botorch.utils.transforms import unnormalize
 from torch import Tensor
 from tqdm.auto import tqdm
 
-from botorch_sketch.benchmarks.harness.loop import (
+from benchmarks.harness.loop import (
     BOTrace,
     ModelSpec,
     build_model,
@@ -55,7 +55,7 @@ from botorch_sketch.checks import checked_count, checked_optional_count
 
 @dataclass
 class TurboTrace(BOTrace):
-    r"""A TuRBO run: a :class:`~botorch_sketch.benchmarks.harness.BOTrace` and regions.
+    r"""A TuRBO run: a :class:`~benchmarks.harness.BOTrace` and regions.
 
     Iterations that evaluate a restart's Sobol design fit no model: their fit and
     acquisition times and their ``train_size`` are 0.
@@ -94,14 +94,14 @@ def run_turbo(
     r"""Run TuRBO-1 (with restarts) on a test function with one model.
 
     The initial design is the same scrambled Sobol sample of ``num_initial``
-    points as :func:`~botorch_sketch.benchmarks.harness.run_bo` draws for ``seed``,
+    points as :func:`~benchmarks.harness.run_bo` draws for ``seed``,
     and, as there, it is not part of the trace. Global torch random state is forked, so
     runs are repeatable under ``seed``.
 
     Args:
         problem: A BoTorch test function, maximised (``negate=True`` for the
             minimisation problems); its noise, if any, is what the model sees.
-        model_factory: A :class:`~botorch_sketch.benchmarks.harness.ModelSpec`, or any
+        model_factory: A :class:`~benchmarks.harness.ModelSpec`, or any
             ``(train_X, train_Y) -> Model`` (then named ``"turbo"``).
         iterations: Iterations after the initial design, each evaluating
             ``batch_size`` points (restart designs included).

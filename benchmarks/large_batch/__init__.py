@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 r"""Large-budget BO against its real peers (issue 44), in cells that run in parallel.
 
-``python -m botorch_sketch.benchmarks bo --budget headline [--out DIR]
+``python -m benchmarks bo --budget headline [--out DIR]
 [--workers 2] [--shard I/K]`` runs every (problem, method, seed) cell of a grid
 (:data:`~.grid.GRIDS`) as a single-thread process, ``--workers`` at a time,
 and writes each to ``DIR/bo-headline-cells/`` as it finishes (atomically); a cell
 already there at the same settings is not run again, so a killed run resumes and
 several machines can share a grid (``--shard I/K`` runs every K-th cell).
-``python -m botorch_sketch.benchmarks --collect DIR1 DIR2 --budget headline``
+``python -m benchmarks --collect DIR1 DIR2 --budget headline``
 merges the cells of several runs into one report with its figures.
 
 Grids: ``headline`` (q = 100 to 10^4 evaluations on Hartmann-6, Ackley-20,

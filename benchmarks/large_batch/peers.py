@@ -228,7 +228,7 @@ def run_peer(
         time_cap: Stop before a batch once the proposing CPU seconds exceed it.
 
     Returns:
-        The fields of :mod:`~botorch_sketch.benchmarks.large_batch.record` but
+        The fields of :mod:`~benchmarks.large_batch.record` but
         ``cell``, ``total_cpu_seconds`` and ``threads``.
     """
     log = RunLog(optimal_value=optimal_value(problem))

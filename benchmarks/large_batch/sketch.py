@@ -97,7 +97,7 @@ def run_sketch(
             regions).
 
     Returns:
-        The fields of :mod:`~botorch_sketch.benchmarks.large_batch.record` but
+        The fields of :mod:`~benchmarks.large_batch.record` but
         ``cell``, ``total_cpu_seconds`` and ``threads``.
     """
     extra: dict[str, Any] = {

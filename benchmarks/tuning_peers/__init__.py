@@ -35,7 +35,7 @@ Three measurements:
   increase over the process's size once the libraries are imported.
 """
 
-from botorch_sketch.benchmarks.tuning_peers.config import (
+from benchmarks.tuning_peers.config import (
     AX_DEFAULT,
     AX_OURS,
     BOTORCH,
@@ -53,16 +53,16 @@ from botorch_sketch.benchmarks.tuning_peers.config import (
     Task,
     TimeResult,
 )
-from botorch_sketch.benchmarks.tuning_peers.methods import tune_once
-from botorch_sketch.benchmarks.tuning_peers.reporting import (
+from benchmarks.tuning_peers.methods import tune_once
+from benchmarks.tuning_peers.reporting import (
     best_at_seconds,
     best_at_trials,
     plot,
     render,
     report,
 )
-from botorch_sketch.benchmarks.tuning_peers.runner import run
-from botorch_sketch.benchmarks.tuning_peers.timing import (
+from benchmarks.tuning_peers.runner import run
+from benchmarks.tuning_peers.timing import (
     sobol_history,
     time_interleaved,
     time_suggestions,

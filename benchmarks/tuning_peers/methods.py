@@ -10,7 +10,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from botorch_sketch.benchmarks.tuning_peers.config import (
+from benchmarks.tuning_peers.config import (
     AX_OURS,
     BOTORCH,
     BOTORCH_NYSTROM,

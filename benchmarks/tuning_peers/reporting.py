@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import statistics
 
-from botorch_sketch.benchmarks.tuning_peers.config import (
+from benchmarks.tuning_peers.config import (
     AX_DEFAULT,
     AX_OURS,
     BUDGETS,
@@ -19,7 +19,7 @@ from botorch_sketch.benchmarks.tuning_peers.config import (
     RunResult,
     TimeResult,
 )
-from botorch_sketch.benchmarks.tuning_peers.runner import run
+from benchmarks.tuning_peers.runner import run
 
 
 def _at(values: list[float], index: int) -> float:
@@ -245,7 +245,7 @@ def plot(runs: list[RunResult], times: list[TimeResult], stem: str) -> list[str]
 
 
 def report(budget_name: str, stem: str, machine: str) -> tuple[str, list[str]]:
-    r"""Run, plot and render (the runner for ``python -m botorch_sketch.benchmarks``).
+    r"""Run, plot and render (the runner for ``python -m benchmarks``).
 
     Args:
         budget_name: A key of :data:`BUDGETS`.

@@ -16,15 +16,15 @@ from typing import Any
 
 import torch
 
-from botorch_sketch.benchmarks.tuning_peers.config import (
+from benchmarks.tuning_peers.config import (
     BUDGETS,
     TASKS,
     Budget,
     RunResult,
     TimeResult,
 )
-from botorch_sketch.benchmarks.tuning_peers.methods import tune_once
-from botorch_sketch.benchmarks.tuning_peers.timing import (
+from benchmarks.tuning_peers.methods import tune_once
+from benchmarks.tuning_peers.timing import (
     sobol_history,
     time_interleaved,
     time_suggestions,

@@ -8,13 +8,13 @@ from typing import Any
 
 import torch
 
-from botorch_sketch.benchmarks.tuning_peers.config import (
+from benchmarks.tuning_peers.config import (
     OPTUNA,
     TASKS,
     Budget,
     TimeResult,
 )
-from botorch_sketch.benchmarks.tuning_peers.methods import (
+from benchmarks.tuning_peers.methods import (
     ax_client,
     optuna_distributions,
     optuna_sampler,
@@ -25,7 +25,7 @@ def sobol_history(
     task_name: str, n: int, seed: int = 1234
 ) -> list[tuple[dict[str, Any], float]]:
     r"""``n`` scrambled Sobol settings of a task's space and their scores."""
-    from botorch_sketch.benchmarks.tuning import _from_unit
+    from benchmarks.tuning import _from_unit
 
     task = TASKS[task_name]
     engine = torch.quasirandom.SobolEngine(len(task.params), scramble=True, seed=seed)

@@ -6,7 +6,7 @@ loop (:func:`run_large_batch`) and its ask/tell form
 (:class:`LargeBatchOptimizer`, with data-only checkpoints), and CMA-ES
 pre-screened by the same carried surrogate (:class:`ScreenedCMAES`). The benchmarks'
 side-by-side loops live in
-:mod:`botorch_sketch.benchmarks.harness`.
+:mod:`benchmarks.harness`.
 """
 
 from botorch_sketch.bo.ask_tell import AskRecord, LargeBatchOptimizer

@@ -43,8 +43,8 @@ def test_held_pulls_choose_the_eager_arms(policy):
     # From lazy_min_arms on, the arms' posteriors follow the pulls 8 at a time
     # and the step's arm comes from bounds: the same arms, variances and
     # dictionary as the eager route, fed the same pulls (lockstep).
+    from benchmarks.bandits import Case, make_problem
     from botorch_sketch.bandits import BKB, GPUCB
-    from botorch_sketch.benchmarks.bandits import Case, make_problem
 
     arms, kernel, env = make_problem(Case("t", 1500, 3, 0.5, 150, 0, ()))
     lam = env.noise_std**2

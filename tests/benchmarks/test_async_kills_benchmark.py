@@ -7,7 +7,7 @@ import pytest
 import torch
 from botorch.test_functions import Hartmann
 
-from botorch_sketch.benchmarks import async_kills
+from benchmarks import async_kills
 from botorch_sketch.bo import LargeBatchOptimizer
 from botorch_sketch.bo.checkpoint import load_checkpoint, save_checkpoint
 

@@ -4,7 +4,7 @@ import pytest
 
 pytest.importorskip("ax")
 
-from botorch_sketch.benchmarks import ax_baseline  # noqa: E402
+from benchmarks import ax_baseline  # noqa: E402
 
 
 @pytest.mark.slow

@@ -1,4 +1,4 @@
-from botorch_sketch.benchmarks import bandits
+from benchmarks import bandits
 
 
 def test_bandit_benchmark_runs_and_reports_ratios(monkeypatch, tmp_path):

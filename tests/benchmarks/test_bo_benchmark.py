@@ -5,8 +5,8 @@ import pytest
 import torch
 from botorch.exceptions.errors import InputDataError
 
-from botorch_sketch.benchmarks import bo
-from botorch_sketch.benchmarks.__main__ import main
+from benchmarks import bo
+from benchmarks.__main__ import main
 
 
 @pytest.fixture

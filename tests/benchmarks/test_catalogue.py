@@ -1,4 +1,4 @@
-"""``python -m botorch_sketch.benchmarks --help``: what each budget runs, how long.
+"""``python -m benchmarks --help``: what each budget runs, how long.
 
 It listed the names and budgets only: a newcomer could not tell a one-minute
 run from a day's, nor what a small budget can show.
@@ -8,8 +8,8 @@ import re
 
 import pytest
 
-from botorch_sketch.benchmarks import catalogue
-from botorch_sketch.benchmarks.__main__ import BENCHMARKS, BOTH, EXTRA, main
+from benchmarks import catalogue
+from benchmarks.__main__ import BENCHMARKS, BOTH, EXTRA, main
 
 #: A rough time: "about 60 s", "1-3 min", "2 h", "hours", "a day".
 TIME = re.compile(r"\d+ ?(s|min|h)\b|\b(hours|days|a day)\b")

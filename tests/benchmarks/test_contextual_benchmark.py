@@ -1,7 +1,7 @@
 import pytest
 
-from botorch_sketch.benchmarks import contextual
-from botorch_sketch.benchmarks.__main__ import main
+from benchmarks import contextual
+from benchmarks.__main__ import main
 
 
 @pytest.mark.slow

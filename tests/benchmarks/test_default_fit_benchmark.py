@@ -3,7 +3,7 @@ import warnings
 import pytest
 import torch
 
-from botorch_sketch.benchmarks import default_fit
+from benchmarks import default_fit
 from botorch_sketch.models.nystrom_gp import ExactRegimeWarning
 
 

@@ -2,8 +2,8 @@ import math
 
 import pytest
 
-from botorch_sketch.benchmarks import demo
-from botorch_sketch.benchmarks.__main__ import main
+from benchmarks import demo
+from benchmarks.__main__ import main
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ load of 7-9), most of it the exact GP's last iterations: to n = 1500 it took
 IncrementalGP's stayed flat.
 """
 
-from botorch_sketch.benchmarks import demo
+from benchmarks import demo
 
 
 def test_the_small_budget_stops_at_1500():

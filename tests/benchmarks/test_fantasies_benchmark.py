@@ -1,6 +1,6 @@
 import pytest
 
-from botorch_sketch.benchmarks import fantasies
+from benchmarks import fantasies
 
 
 @pytest.mark.slow

@@ -3,8 +3,8 @@ import warnings
 import pytest
 import torch
 
-from botorch_sketch.benchmarks import gssbo
-from botorch_sketch.benchmarks.__main__ import main
+from benchmarks import gssbo
+from benchmarks.__main__ import main
 
 
 @pytest.mark.slow

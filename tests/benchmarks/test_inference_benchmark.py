@@ -4,8 +4,8 @@ import pytest
 import torch
 from botorch.optim.core import OptimizationResult, OptimizationStatus
 
-from botorch_sketch.benchmarks import inference
-from botorch_sketch.benchmarks.inference import (
+from benchmarks import inference
+from benchmarks.inference import (
     BUDGETS,
     Budget,
     Progress,
@@ -13,7 +13,7 @@ from botorch_sketch.benchmarks.inference import (
     expected_seconds,
     render,
 )
-from botorch_sketch.benchmarks.peers import CappedOptimizer, fit_sgpr
+from benchmarks.peers import CappedOptimizer, fit_sgpr
 
 
 def _result(message=None):

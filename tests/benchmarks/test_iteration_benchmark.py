@@ -2,7 +2,7 @@ import math
 
 import pytest
 
-from botorch_sketch.benchmarks import iteration
+from benchmarks import iteration
 
 
 @pytest.mark.slow

@@ -5,10 +5,10 @@ import warnings
 
 import pytest
 
-from botorch_sketch.benchmarks import large_batch
-from botorch_sketch.benchmarks.__main__ import main
-from botorch_sketch.benchmarks.large_batch import reporting
-from botorch_sketch.benchmarks.large_batch.grid import Cell, Grid
+from benchmarks import large_batch
+from benchmarks.__main__ import main
+from benchmarks.large_batch import reporting
+from benchmarks.large_batch.grid import Cell, Grid
 
 
 def _cells(budget, evaluations, problems=("Hartmann-6", "Ackley-20")):

@@ -7,14 +7,14 @@ import pytest
 import torch
 from botorch.test_functions import Hartmann
 
-from botorch_sketch.benchmarks.large_batch import peers, sketch
-from botorch_sketch.benchmarks.large_batch.grid import (
+from benchmarks.large_batch import peers, sketch
+from benchmarks.large_batch.grid import (
     CMA_ES,
     SOBOL,
     TURBO_ENN,
     TURBO_ONE,
 )
-from botorch_sketch.benchmarks.large_batch.record import SERIES
+from benchmarks.large_batch.record import SERIES
 
 pytest.importorskip("enn")
 pytest.importorskip("cma")

@@ -4,7 +4,7 @@ import pytest
 import torch
 from botorch.test_functions import Ackley, Levy
 
-from botorch_sketch.benchmarks.large_batch.problems import (
+from benchmarks.large_batch.problems import (
     PROBLEMS,
     ROVER_OBSTACLES,
     RoverTrajectory,

@@ -1,7 +1,7 @@
 import math
 
-from botorch_sketch.benchmarks import linear
-from botorch_sketch.benchmarks.metrics import dtc_step_flops, machine_rates
+from benchmarks import linear
+from benchmarks.metrics import dtc_step_flops, machine_rates
 
 
 def test_synthetic_rows_carry_a_floor_and_render_the_gap():

@@ -1,6 +1,6 @@
 import pytest
 
-from botorch_sketch.benchmarks import __main__ as bench
+from benchmarks import __main__ as bench
 
 
 def test_all_benchmarks_write_one_report(monkeypatch, tmp_path):

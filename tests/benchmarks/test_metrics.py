@@ -3,8 +3,8 @@ import math
 import torch
 from botorch.models import SingleTaskGP
 
-from botorch_sketch.benchmarks.inference import Row, render
-from botorch_sketch.benchmarks.metrics import (
+from benchmarks.inference import Row, render
+from benchmarks.metrics import (
     TorchCallCounter,
     effective_dimension,
     held_out_accuracy,

@@ -3,7 +3,7 @@ import math
 import pytest
 import torch
 
-from botorch_sketch.benchmarks.scale import (
+from benchmarks.scale import (
     Row,
     _data,
     render,
@@ -11,7 +11,7 @@ from botorch_sketch.benchmarks.scale import (
     run_sharded,
     svgp_ratio,
 )
-from botorch_sketch.benchmarks.svgp_race import RaceResult, race_svgp
+from benchmarks.svgp_race import RaceResult, race_svgp
 
 
 def _row(n, m, race=None):

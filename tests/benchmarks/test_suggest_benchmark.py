@@ -4,7 +4,7 @@ import pytest
 
 pytest.importorskip("optuna")
 
-from botorch_sketch.benchmarks import suggest, suggest_pareto  # noqa: E402
+from benchmarks import suggest, suggest_pareto  # noqa: E402
 
 
 @pytest.mark.slow

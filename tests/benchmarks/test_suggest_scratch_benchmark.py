@@ -5,7 +5,7 @@ import pytest
 
 pytest.importorskip("optuna")
 
-from botorch_sketch.benchmarks import suggest, suggest_scratch  # noqa: E402
+from benchmarks import suggest, suggest_scratch  # noqa: E402
 
 
 def test_the_mixed_scratch_budget_runs_whole_studies_of_the_mixed_task():

@@ -5,7 +5,7 @@ import pytest
 
 optuna = pytest.importorskip("optuna")
 
-from botorch_sketch.benchmarks import suggest, suggest_unseen  # noqa: E402
+from benchmarks import suggest, suggest_unseen  # noqa: E402
 
 
 @pytest.mark.parametrize("task", suggest_unseen.TASKS)

@@ -1,4 +1,4 @@
-from botorch_sketch.benchmarks import throughput
+from benchmarks import throughput
 
 
 def test_throughput_reports_a_fraction_of_matmul(monkeypatch):

@@ -7,7 +7,7 @@ import torch
 pytest.importorskip("ax")
 pytest.importorskip("sklearn")
 
-from botorch_sketch.benchmarks import tuning  # noqa: E402
+from benchmarks import tuning  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -73,7 +73,7 @@ def test_sobol_history_covers_the_log_scaled_space(monkeypatch):
 @pytest.mark.slow
 def test_tuning_peers_benchmark_runs_every_method_and_reports(monkeypatch, tmp_path):
     pytest.importorskip("optuna_integration")
-    from botorch_sketch.benchmarks import tuning_peers
+    from benchmarks import tuning_peers
 
     tiny = tuning_peers.Budget(
         ("svm",),
@@ -115,7 +115,7 @@ def test_tuning_peers_benchmark_runs_every_method_and_reports(monkeypatch, tmp_p
 
 def test_tuning_peers_stops_a_run_at_its_time_cap(monkeypatch):
     pytest.importorskip("optuna")
-    from botorch_sketch.benchmarks import tuning_peers
+    from benchmarks import tuning_peers
 
     capped = tuning_peers.Budget(("svm",), "svm", 50, (0,), (11,), run_cap_s=0.0)
     monkeypatch.setattr(tuning_peers.Task, "score", lambda self, p, seed=0: 0.5)

@@ -107,7 +107,7 @@ def test_importing_the_package_does_not_import_ax_and_error_names_the_extra():
     code = (
         "import sys, botorch_sketch, botorch_sketch.integrations\n"
         "import botorch_sketch.cli\n"
-        "import botorch_sketch.tune, botorch_sketch.benchmarks.tuning\n"
+        "import botorch_sketch.tune, benchmarks.tuning\n"
         "assert 'ax' not in sys.modules, 'importing botorch_sketch imported ax'\n"
         "sys.modules['ax'] = None\n"
         "try:\n"

@@ -4,14 +4,14 @@ from botorch.exceptions.errors import InputDataError
 from botorch.models import SingleTaskGP
 from botorch.test_functions import Branin, Hartmann
 
-from botorch_sketch import GradientSubsetGP, NystromGP, RandomSubset
-from botorch_sketch.benchmarks.harness import (
+from benchmarks.harness import (
     CountTrigger,
     ModelSpec,
     TimeTrigger,
     plot_bo_traces,
     run_bo,
 )
+from botorch_sketch import GradientSubsetGP, NystromGP, RandomSubset
 
 FAST = {"num_restarts": 2, "raw_samples": 32, "progress": False}
 
@@ -104,7 +104,7 @@ def test_bad_arguments_and_plot(tmp_path):
 
 
 def test_warm_start_loads_the_previous_hyperparameters(monkeypatch):
-    from botorch_sketch.benchmarks.harness import loop
+    from benchmarks.harness import loop
 
     seen = []
     real = loop.fit_gpytorch_mll
@@ -129,7 +129,7 @@ def test_a_failed_fit_is_recorded_and_the_run_goes_on(monkeypatch):
     from botorch.exceptions.errors import ModelFittingError
     from botorch.exceptions.warnings import OptimizationWarning
 
-    from botorch_sketch.benchmarks.harness import loop
+    from benchmarks.harness import loop
 
     calls = []
     real = loop.fit_gpytorch_mll

@@ -7,9 +7,9 @@ from botorch.exceptions.errors import InputDataError
 from botorch.models import SingleTaskGP
 from botorch.test_functions import Branin, Hartmann
 
+from benchmarks.harness import BOTrace, ModelSpec, plot_bo_traces, run_bo
+from benchmarks.harness.turbo_loop import TurboTrace, run_turbo
 from botorch_sketch import NystromGP
-from botorch_sketch.benchmarks.harness import BOTrace, ModelSpec, plot_bo_traces, run_bo
-from botorch_sketch.benchmarks.harness.turbo_loop import TurboTrace, run_turbo
 
 FAST = {"num_restarts": 2, "raw_samples": 32, "progress": False}
 
@@ -48,7 +48,7 @@ def test_same_initial_design_as_run_bo_and_repeatable():
 def _halve_every_batch(monkeypatch):
     # A scripted region: every batch fails and halves the length, so with
     # length_min = 0.3 each region runs exactly two model iterations.
-    from botorch_sketch.benchmarks.harness import turbo_loop
+    from benchmarks.harness import turbo_loop
 
     def halve(state, Y_next):
         length = state.length / 2
@@ -88,7 +88,7 @@ def test_restarts_evaluate_a_fresh_design_and_discard_the_region(monkeypatch):
 
 
 def test_warm_start_within_a_region_only(monkeypatch):
-    from botorch_sketch.benchmarks.harness import turbo_loop
+    from benchmarks.harness import turbo_loop
 
     state_kwargs = _halve_every_batch(monkeypatch)
     previous = []

@@ -8,7 +8,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from optuna_helpers import FAST  # noqa: E402
 
-from botorch_sketch.benchmarks.suggest_pareto import hypervolume_2d  # noqa: E402
+from benchmarks.suggest_pareto import hypervolume_2d  # noqa: E402
 from botorch_sketch.integrations.optuna import SketchSampler  # noqa: E402
 from botorch_sketch.integrations.optuna.acquisition import (  # noqa: E402
     _reference_point,
