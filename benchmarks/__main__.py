@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
-r"""``python -m benchmarks [NAME] [--budget small|large] [--out DIR]``.
+r"""``python -m benchmarks NAME [--budget small|large] [--out DIR]``.
 
-``scale`` and ``throughput`` also take ``--device cuda``: their report is then
-``DIR/NAME-BUDGET-cuda.md``, beside the CPU one, and ``--collect`` gathers both.
+Run from the repository's root (``benchmarks`` is not part of the installed
+package). Without ``NAME`` it prints the menu: each benchmark with the question
+it answers. ``scale`` and ``throughput`` also take ``--device cuda``: their
+report is then ``DIR/NAME-BUDGET-cuda.md``, beside the CPU one, and
+``--collect`` gathers both.
 
-Without ``NAME`` every benchmark runs and ``DIR/BENCHMARKS.md`` collects their
+``NAME`` ``all`` runs every benchmark and ``DIR/BENCHMARKS.md`` collects their
 tables (ratios first, then absolute figures with the machine they came from).
 
 The large budget of all of them takes hours on 2 cores, so they are usually run
@@ -40,8 +43,6 @@ from benchmarks import (
     linear,
     scale,
     suggest,
-    suggest_pareto,
-    suggest_scratch,
     throughput,
     tuning,
     tuning_peers,
@@ -144,17 +145,8 @@ def _suggest(budget: str, stem: str) -> tuple[str, list[str]]:
     parts = []
     if suggest.BUDGETS[budget].sizes:
         parts.append(suggest.render(suggest.run(budget), machine(threads=1)))
-    if (
-        suggest.BUDGETS[budget].regret_trials
-        and suggest.BUDGETS[budget].task == "mixed"
-    ):
-        parts.append(
-            suggest_scratch.render_scratch(suggest_scratch.run_scratch(budget))
-        )
-    elif suggest.BUDGETS[budget].regret_trials:
+    if suggest.BUDGETS[budget].regret_trials:
         parts.append(suggest.render_regret(suggest.run_regret(budget)))
-    if suggest.BUDGETS[budget].pareto_trials:
-        parts.append(suggest_pareto.render_pareto(suggest_pareto.run_pareto(budget)))
     return "\n\n".join(parts), []
 
 
@@ -347,7 +339,11 @@ def _device(parser: argparse.ArgumentParser, args: argparse.Namespace) -> torch.
 
 
 def main(argv: list[str] | None = None) -> int:
-    r"""Run one benchmark or all of them, print the tables and write them."""
+    r"""Run one benchmark or all of them, print the tables and write them.
+
+    Without a benchmark's name (and without ``--collect``) it prints the menu
+    (:func:`~benchmarks.catalogue.menu`) and runs nothing.
+    """
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks",
         description="Run a benchmark on a budget and write its report to --out.",
@@ -359,7 +355,8 @@ def main(argv: list[str] | None = None) -> int:
         nargs="?",
         choices=[*BENCHMARKS, "all"],
         metavar="NAME",
-        help="a benchmark (listed below), or all; all of them without a name",
+        help="a benchmark (listed below), or all to run every one; without a "
+        "name, the menu of benchmarks and the questions they answer",
     )
     parser.add_argument(
         "--budget",
@@ -372,7 +369,13 @@ def main(argv: list[str] | None = None) -> int:
         + "; ".join(f"{k}: {', '.join(v)}" for k, v in EXTRA.items())
         + " (what each runs and how long: below)",
     )
-    parser.add_argument("--out", default="benchmark-results")
+    parser.add_argument(
+        "--out",
+        default="benchmark-results",
+        metavar="DIR",
+        help="the folder the reports (NAME-BUDGET.md) and figures go to "
+        "[benchmark-results]",
+    )
     parser.add_argument(
         "--collect",
         metavar="DIR",
@@ -411,10 +414,13 @@ def main(argv: list[str] | None = None) -> int:
             parser.error("--collect takes one folder, except for bo's headline grids.")
         collect(args.collect[0], args.budget, args.to)
         return 0
+    if args.benchmark is None:
+        print(catalogue.menu())
+        return 0
     shard = _shard(parser, args.shard)
     if args.workers < 1:
         parser.error(f"--workers must be at least 1, got {args.workers}.")
-    names = list(BENCHMARKS) if args.benchmark in (None, "all") else [args.benchmark]
+    names = list(BENCHMARKS) if args.benchmark == "all" else [args.benchmark]
     if args.budget not in BOTH:
         owners = [k for k, v in EXTRA.items() if args.budget in v]
         if len(names) != 1 or names[0] not in owners:
@@ -448,7 +454,7 @@ def main(argv: list[str] | None = None) -> int:
         where = DEVICE_SUFFIXES.get(suffix, "")
         sections.append(_section(name, text, figures, args.out, where))
     if len(names) > 1:
-        how = f"`python -m benchmarks --budget {args.budget}`"
+        how = f"`python -m benchmarks all --budget {args.budget}`"
         _write_report(
             os.path.join(args.out, "BENCHMARKS.md"), args.budget, sections, how
         )

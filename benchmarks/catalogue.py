@@ -184,18 +184,58 @@ CATALOGUE: dict[str, tuple[str, dict[str, Budget]]] = {
             "exact": Budget("N = 1000, BoTorchSampler's exact GP", "30 min"),
             "large": Budget("N = 300, 1000, 2000, every sampler", "hours"),
             "mixed": Budget("mixed space with failed trials, N = 1000", "30 min"),
-            "mixed-unseen": Budget(
-                "two other mixed spaces (12, 18 parameters), N = 1000", "15 min"
-            ),
-            "mixed-scratch": Budget("the mixed task, 100 trials, 5 seeds", "2 h"),
-            "two-objective": Budget("hypervolume, 60 trials, 3 seeds", "1 h"),
-            "two-objective-dtlz2": Budget("DTLZ2, 60 trials, 6 seeds", "2 h"),
-            "two-objective-unseen": Budget(
-                "BraninCurrin, ZDT3, a mixed space; 60 trials, 5 seeds", "3 h"
-            ),
         },
     ),
 }
+
+#: The question each benchmark answers: the menu a bare ``python -m benchmarks``
+#: prints, one line each, in this order.
+QUESTIONS: dict[str, str] = {
+    "demo": "Do carried-GP iterations stay flat while exact-GP ones grow?",
+    "bo": "Which model finds the best point in a closed BO loop?",
+    "iteration": "How long does one BO iteration (fit + optimize_acqf) take?",
+    "inference": "Does NystromGP predict as well as SingleTaskGP, SGPR, SVGP?",
+    "default-fit": "What do NystromGP's default fit and SingleTaskGP's cost?",
+    "fantasies": "Are Woodbury fantasies cheaper than refactorising?",
+    "scale": "What does NystromGP cost up to a million points, and SVGP?",
+    "throughput": "How fast is the posterior over many candidates?",
+    "gssbo": "Does GSSBO keep up with the full GP and a random subset?",
+    "bandits": "Does BKB keep up with exact GP-UCB?",
+    "linear": "Does fLinUCB-GD keep up with LinUCB?",
+    "contextual": "Does EK-UCB keep up with KernelUCB, CBKB and CBBKB?",
+    "tuning": "Does botorch-sketch tune beat Ax's default model?",
+    "tuning-peers": "Do our samplers tune as well as Optuna's, BoTorch's and Ax?",
+    "suggest": "How long does each Optuna sampler take to suggest trial N?",
+}
+
+#: Benchmarks with a command of their own (``python -m benchmarks.MODULE``):
+#: the module, and the question it answers.
+OWN_COMMANDS: dict[str, str] = {
+    "ax_baseline": "How long is a warm Ax trial at N attached trials, by model?",
+    "surrogate_cma": "Does a GP earn its place in CMA-ES (bbob, vs lq-CMA-ES)?",
+}
+
+
+def menu() -> str:
+    r"""The menu a bare ``python -m benchmarks`` prints.
+
+    Returns:
+        Plain text: one line per benchmark, its name and the question it
+        answers (:data:`QUESTIONS`, then :data:`OWN_COMMANDS` as
+        ``benchmarks.MODULE``), and how to run one.
+    """
+    rows = {**QUESTIONS, **{f"benchmarks.{m}": q for m, q in OWN_COMMANDS.items()}}
+    width = max(len(name) for name in rows) + 2
+    lines = ["The benchmarks, each with the question it answers:", ""]
+    lines += [f"  {name:<{width}}{question}" for name, question in rows.items()]
+    lines += [
+        "",
+        "python -m benchmarks NAME [--budget small|large] [--out DIR] runs one",
+        "(all: every one; --help lists each one's budgets and how long they take);",
+        "python -m benchmarks.MODULE runs one of the last two (--help: its options).",
+    ]
+    return "\n".join(lines)
+
 
 #: What a small budget can and cannot show, printed under the list.
 SMALL_BUDGETS_SHOW = (
@@ -210,7 +250,7 @@ SMALL_BUDGETS_SHOW = (
 
 
 def _wrap(text: str, width: int, **kwargs) -> list[str]:
-    # Never at a hyphen: "TuRBO-ENN" and "mixed-scratch" stay whole.
+    # Never at a hyphen: "TuRBO-ENN" and "headline-small" stay whole.
     return textwrap.wrap(text, width, break_on_hyphens=False, **kwargs)
 
 

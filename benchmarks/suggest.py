@@ -34,44 +34,8 @@ anything imports Optuna (importing greenlet then raises ``ImportError``) and
 checks that it does, and that Optuna logged its fallback to sequential
 L-BFGS-B: ``_alone_without_greenlet``.
 
-The ``mixed-scratch`` budget runs whole 100-trial studies of the mixed task
-from an empty study (a trial whose objective raises is ``FAIL``) with
-``SketchSampler``, ``GPSampler`` and ``TPESampler``, seeds 0 to 4, each in a
-spawned process of its own with one thread, at most two at a time; it reports
-the best value and the failed trials, median over seeds, and each seed's row.
-Each study is appended to a JSON-lines file as it finishes, which a later run
-resumes and ``--collect`` renders: ``suggest_scratch``, ``python -m
-benchmarks.suggest_scratch``.
-
-The ``two-objective`` budget runs whole 60-trial studies of a two-objective
-task (a task loss and a latency-like cost, both minimised; ``_two_objective``)
-with ``SketchSampler``, ``GPSampler`` and ``TPESampler``, 3 seeds, and reports
-the hypervolume of the noise-free values of the trials run (against the fixed
-reference point ``PARETO_REF``) and CPU seconds per study: ``run_pareto``,
-``render_pareto``; ``python -m benchmarks.suggest two-objective``.
-
-The ``two-objective-dtlz2`` budget runs the same on BoTorch's DTLZ2 (6
-parameters, no noise, 6 seeds), where five parameters matter only near the
-front.
-
-The ``mixed-unseen`` budget times ``SketchSampler`` and ``GPSampler`` in turns
-at N = 1000 on two mixed spaces unlike the mixed task, with more parameters,
-categorical choices and failed trials (``suggest_unseen``: ``wide``, 12
-parameters and 27% failed; ``categories``, 18 parameters with six categoricals
-of 3 to 10 choices and 37% failed; ``long``, 29 parameters, 24 of them floats
-of which most hardly matter, and 28% failed).
-
-The ``two-objective-unseen`` budget runs whole 60-trial studies, 5 seeds, of
-three two-objective tasks the sampler was not tuned on
-(``suggest_pareto.UNSEEN_TASKS``: BraninCurrin, ZDT3 in 8 dimensions, and a
-mixed space whose objectives are about ``1e-3`` and ``1e3``, one maximised,
-with noise and failed trials), and reports each method's hypervolume and its
-ratio to ``GPSampler``'s.
-
 ``python -m benchmarks suggest --budget BUDGET`` with ``BUDGET`` one of
-``small``, ``medium``, ``quality``, ``exact``, ``large``, ``mixed``,
-``mixed-unseen``, ``mixed-scratch``, ``two-objective``, ``two-objective-dtlz2``
-and ``two-objective-unseen``.
+``small``, ``medium``, ``quality``, ``exact``, ``large`` and ``mixed``.
 """
 
 from __future__ import annotations
@@ -107,8 +71,6 @@ BOTORCH = "BoTorchSampler (exact)"
 #: SketchSampler with its earlier default: qLogNEI and a refit every trial.
 SKETCH_MC = "SketchSampler (qLogNEI, refit every trial)"
 TPE = "TPESampler"
-#: SketchSampler with qLogNEHVI for every trial (several objectives).
-SKETCH_NEHVI = "SketchSampler (qLogNEHVI)"
 #: Each ours against the peer it replaces.
 PAIRS = ((SKETCH, GP), (SKETCH, GP_NO_GREENLET), (CANDIDATES, BOTORCH))
 #: Methods that run only in a Python process of their own (never in turns):
@@ -126,21 +88,12 @@ class Budget:
         default_factory=lambda: [SKETCH, GP, CANDIDATES, BOTORCH]
     )
     isolate: bool = True
-    #: Whole runs (trials, seeds) for the best values found: on noisy
-    #: Hartmann-6 where ``task`` is ``"smooth"``; from an empty study on the
-    #: mixed task where it is ``"mixed"`` (``suggest_scratch``).
+    #: Whole runs (trials, seeds) for the best values found on noisy Hartmann-6.
     regret_trials: int = 0
     regret_seeds: list[int] = field(default_factory=list)
     #: ``"smooth"`` (the six-float-and-integer space) or ``"mixed"`` (a
-    #: categorical too, and a region where the objective fails: ``_mixed_score``);
-    #: for two-objective studies ``"smooth"`` or ``"dtlz2"`` (``suggest_pareto``).
+    #: categorical too, and a region where the objective fails: ``_mixed_score``).
     task: str = "smooth"
-    #: Whole two-objective studies (trials, seeds) for the hypervolume reached.
-    pareto_trials: int = 0
-    pareto_seeds: list[int] = field(default_factory=list)
-    #: Tasks timed one after another instead of ``task``: those of
-    #: ``suggest_unseen`` (mixed spaces the sampler was not tuned on).
-    tasks: tuple[str, ...] = ()
 
 
 BUDGETS = {
@@ -163,53 +116,6 @@ BUDGETS = {
     # suggestions of SketchSampler and GPSampler, with and without greenlet
     # (the latter alone only, so every method is timed alone too).
     "mixed": Budget([1000], 8, [SKETCH, GP, GP_NO_GREENLET], task="mixed"),
-    # Mixed spaces unlike the mixed task (more parameters and categorical
-    # choices, stepped and log integers, 27-37% failed trials; ``long``: 24
-    # floats, most of them nearly irrelevant, and 47 columns): cold and
-    # warm suggestions at N = 1000 in turns (``suggest_unseen``).
-    "mixed-unseen": Budget(
-        [1000],
-        8,
-        [SKETCH, GP],
-        isolate=False,
-        tasks=("wide", "categories", "long"),
-    ),
-    # Whole 100-trial studies from an empty study on the mixed task, 5 seeds:
-    # the best value and the failed trials (``suggest_scratch``).
-    "mixed-scratch": Budget(
-        [],
-        0,
-        [SKETCH, GP, TPE],
-        regret_trials=100,
-        regret_seeds=[0, 1, 2, 3, 4],
-        task="mixed",
-    ),
-    # Two objectives (a task loss and a latency-like cost): the hypervolume
-    # of whole 60-trial studies, median of 3 seeds.
-    "two-objective": Budget(
-        [], 0, [SKETCH, GP, TPE], pareto_trials=60, pareto_seeds=[0, 1, 2]
-    ),
-    # A second two-objective task, continuous and noise-free, where five of
-    # the six parameters matter only near the front.
-    "two-objective-dtlz2": Budget(
-        [],
-        0,
-        [SKETCH, GP, TPE],
-        task="dtlz2",
-        pareto_trials=60,
-        pareto_seeds=[0, 1, 2, 3, 4, 5],
-    ),
-    # Three two-objective tasks the sampler was not tuned on (BraninCurrin,
-    # ZDT3 in 8 dimensions, a mixed space with objectives of 1e-3 and 1e3,
-    # one maximised, noise and failed trials): ``suggest_pareto.UNSEEN_TASKS``.
-    "two-objective-unseen": Budget(
-        [],
-        0,
-        [SKETCH, GP, TPE],
-        task="unseen",
-        pareto_trials=60,
-        pareto_seeds=[0, 1, 2, 3, 4],
-    ),
 }
 
 
@@ -224,8 +130,6 @@ class Row:
     median: float
     mean: float
     seconds: list[float] = field(repr=False, default_factory=list)
-    #: The task, where a budget times several (``Budget.tasks``).
-    task: str = ""
 
 
 def _space() -> dict[str, Any]:
@@ -311,11 +215,9 @@ def make_sampler(method: str, seed: int = 0) -> Any:
     r"""The Optuna sampler a method name of this benchmark stands for."""
     import optuna
 
-    if method in (SKETCH, SKETCH_MC, SKETCH_NEHVI):
+    if method in (SKETCH, SKETCH_MC):
         from botorch_sketch.integrations.optuna import SketchSampler
 
-        if method == SKETCH_NEHVI:
-            return SketchSampler(seed=seed, acquisition="mc")
         if method == SKETCH_MC:
             return SketchSampler(seed=seed, acquisition="mc", refit_every=1)
         return SketchSampler(seed=seed)
@@ -350,10 +252,6 @@ def _study(
     import optuna
     from optuna.trial import TrialState
 
-    from benchmarks import suggest_unseen
-
-    if task in suggest_unseen.TASKS:
-        return suggest_unseen.study(make_sampler(method), task, n)
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     space = _space() if task == "smooth" else _mixed_space()
     score = _score if task == "smooth" else _mixed_score
@@ -430,11 +328,7 @@ def hartmann_run(method: str, trials: int, seed: int) -> tuple[float, float]:
 
 
 def run_regret(budget_name: str) -> list[RegretRow]:
-    r"""Whole runs on noisy Hartmann-6 of every method of a budget, each seed.
-
-    (The mixed task's whole studies are
-    :func:`~benchmarks.suggest_scratch.run_scratch`'s.)
-    """
+    r"""Whole runs on noisy Hartmann-6 of every method of a budget, each seed."""
     budget = BUDGETS[budget_name]
     rows = []
     threads = torch.get_num_threads()
@@ -478,7 +372,7 @@ def render_regret(rows: list[RegretRow]) -> str:
     return "\n".join(lines)
 
 
-def _row(method: str, n: int, way: str, seconds: list[float], task: str = "") -> Row:
+def _row(method: str, n: int, way: str, seconds: list[float]) -> Row:
     rest = seconds[1:] or seconds
     return Row(
         method=method,
@@ -488,7 +382,6 @@ def _row(method: str, n: int, way: str, seconds: list[float], task: str = "") ->
         median=statistics.median(rest),
         mean=statistics.fmean(rest),
         seconds=seconds,
-        task=task,
     )
 
 
@@ -627,10 +520,6 @@ def run(budget_name: str = "small") -> list[Row]:
     torch.set_num_threads(1)
     try:
         for n in budget.sizes:
-            for task in budget.tasks:
-                rows += _turns(turns, n, budget.repeats, task, label=task)
-            if budget.tasks:
-                continue
             rows += _turns(turns, n, budget.repeats, budget.task)
             context = multiprocessing.get_context("spawn")
             for m in alone_methods:
@@ -650,9 +539,7 @@ def run(budget_name: str = "small") -> list[Row]:
     return rows
 
 
-def _turns(
-    methods: list[str], n: int, repeats: int, task: str, label: str = ""
-) -> list[Row]:
+def _turns(methods: list[str], n: int, repeats: int, task: str) -> list[Row]:
     # The methods taking turns (alternating order) on one study each.
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -663,44 +550,37 @@ def _turns(
             order = methods if r % 2 == 0 else methods[::-1]
             for m in order:
                 seconds[m].append(steps[m]())
-    rows = [_row(m, n, "turns", seconds[m], task=label) for m in methods]
+    rows = [_row(m, n, "turns", seconds[m]) for m in methods]
     for row in rows:
         print(_line(row), flush=True)
     return rows
 
 
 def _line(row: Row) -> str:
-    task = f"{row.task:10s} " if row.task else ""
     return (
-        f"{task}N={row.n:5d} {row.way:5s} {row.method:36s} first {row.first:7.2f} s  "
+        f"N={row.n:5d} {row.way:5s} {row.method:36s} first {row.first:7.2f} s  "
         f"median {row.median:6.3f} s  mean {row.mean:6.3f} s"
     )
 
 
 def render(rows: list[Row], machine: str) -> str:
-    r"""Markdown: peer / ours ratios first, then absolute CPU seconds.
-
-    With several tasks (``Budget.tasks``) each row names its task.
-    """
-    by = {(r.method, r.n, r.way, r.task): r for r in rows}
-    tasks = any(r.task for r in rows)
-    head, rule = ("| task ", "|---") if tasks else ("", "")
+    r"""Markdown: peer / ours ratios first, then absolute CPU seconds."""
+    by = {(r.method, r.n, r.way): r for r in rows}
     lines = [
         "Seconds to suggest trial N, peer / ours (CPU seconds of one thread; "
         "median and mean over the suggestions after the first; cold: the "
         "first):",
         "",
-        f"{head}| N | timed | ours | peer | median ratio | mean ratio | cold ratio |",
-        f"{rule}|---:|---|---|---|---:|---:|---:|",
+        "| N | timed | ours | peer | median ratio | mean ratio | cold ratio |",
+        "|---:|---|---|---|---:|---:|---:|",
     ]
     for ours, peer in PAIRS:
-        for (method, n, way, task), row in by.items():
-            other = by.get((peer, n, way, task))
+        for (method, n, way), row in by.items():
+            other = by.get((peer, n, way))
             if method != ours or other is None:
                 continue
             lines.append(
-                ("| " + task + " " if tasks else "")
-                + f"| {n} | {way} | {ours} | {peer} | "
+                f"| {n} | {way} | {ours} | {peer} | "
                 f"{other.median / row.median:.1f} | {other.mean / row.mean:.1f} | "
                 f"{other.first / row.first:.2f} |"
             )
@@ -708,12 +588,11 @@ def render(rows: list[Row], machine: str) -> str:
         "",
         f"Absolute figures ({machine}):",
         "",
-        f"{head}| N | timed | method | first (cold) s | median s | mean s |",
-        f"{rule}|---:|---|---|---:|---:|---:|",
+        "| N | timed | method | first (cold) s | median s | mean s |",
+        "|---:|---|---|---:|---:|---:|",
     ]
     lines += [
-        ("| " + r.task + " " if tasks else "")
-        + f"| {r.n} | {r.way} | {r.method} | {r.first:.2f} | {r.median:.3f} | "
+        f"| {r.n} | {r.way} | {r.method} | {r.first:.2f} | {r.median:.3f} | "
         f"{r.mean:.3f} |"
         for r in rows
     ]

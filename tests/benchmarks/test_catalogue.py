@@ -31,6 +31,21 @@ def test_every_benchmark_and_budget_is_described():
             assert TIME.search(entry.time), (name, budget, entry.time)
 
 
+def test_every_benchmark_has_a_question_for_the_menu():
+    import importlib.util
+
+    assert sorted(catalogue.QUESTIONS) == sorted(BENCHMARKS)
+    assert all(q.endswith("?") for q in catalogue.QUESTIONS.values())
+    for module, question in catalogue.OWN_COMMANDS.items():
+        assert question.endswith("?")
+        # Each runs as python -m benchmarks.MODULE.
+        spec = importlib.util.find_spec(f"benchmarks.{module}")
+        assert spec is not None, module
+        assert spec.submodule_search_locations is None or importlib.util.find_spec(
+            f"benchmarks.{module}.__main__"
+        ), module
+
+
 @pytest.fixture(scope="module")
 def help_text():
     import contextlib

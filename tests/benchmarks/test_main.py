@@ -1,6 +1,7 @@
 import pytest
 
 from benchmarks import __main__ as bench
+from benchmarks import catalogue
 
 
 def test_all_benchmarks_write_one_report(monkeypatch, tmp_path):
@@ -20,13 +21,34 @@ def test_all_benchmarks_write_one_report(monkeypatch, tmp_path):
         "BENCHMARKS",
         {name: (title, fake(name)) for name, (title, _) in bench.BENCHMARKS.items()},
     )
-    assert bench.main(["--out", str(tmp_path)]) == 0
+    assert bench.main(["all", "--out", str(tmp_path)]) == 0
     assert [c[0] for c in calls] == list(bench.BENCHMARKS)
     report = (tmp_path / "BENCHMARKS.md").read_text()
     for name in bench.BENCHMARKS:
         assert f"| table of {name} |" in report
         assert f"![{name}]({name}-small.png)" in report
         assert (tmp_path / f"{name}-small.md").exists()
+
+
+def test_a_bare_command_prints_the_menu_and_runs_nothing(monkeypatch, capsys, tmp_path):
+    def boom(budget, stem):
+        raise AssertionError("the menu must not run a benchmark")
+
+    monkeypatch.setattr(
+        bench,
+        "BENCHMARKS",
+        {name: (title, boom) for name, (title, _) in bench.BENCHMARKS.items()},
+    )
+    out = tmp_path / "out"
+    assert bench.main(["--out", str(out)]) == 0
+    assert not out.exists()
+    lines = capsys.readouterr().out.splitlines()
+    for name, question in catalogue.QUESTIONS.items():
+        (line,) = [x for x in lines if x.split()[:1] == [name]]
+        assert line.endswith(question), line
+    for module in catalogue.OWN_COMMANDS:
+        assert [x for x in lines if x.split()[:1] == [f"benchmarks.{module}"]]
+    assert max(len(line) for line in lines) <= 88
 
 
 def test_one_benchmark_writes_no_combined_report(monkeypatch, tmp_path):

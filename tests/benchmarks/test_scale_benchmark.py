@@ -4,14 +4,15 @@ import pytest
 import torch
 
 from benchmarks.scale import (
+    RaceResult,
     Row,
     _data,
+    race_svgp,
     render,
     render_sharded,
     run_sharded,
     svgp_ratio,
 )
-from benchmarks.svgp_race import RaceResult, race_svgp
 
 
 def _row(n, m, race=None):

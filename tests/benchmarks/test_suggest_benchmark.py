@@ -4,7 +4,7 @@ import pytest
 
 pytest.importorskip("optuna")
 
-from benchmarks import suggest, suggest_pareto  # noqa: E402
+from benchmarks import suggest  # noqa: E402
 
 
 @pytest.mark.slow
@@ -87,70 +87,6 @@ def test_the_mixed_task_has_failed_trials_and_times_suggestions():
     assert states == {"COMPLETE", "FAIL"} and len(study.trials) == 59
     assert step() > 0 and len(study.trials) == 60
     assert study.trials[-1].state.name in ("COMPLETE", "FAIL")
-
-
-def test_the_two_objective_task_and_its_hypervolume(monkeypatch):
-    import numpy as np
-
-    # Two points against (4, 3): 1 x 2 + 1 x 1 (the second's own strip).
-    assert (
-        suggest_pareto.hypervolume_2d(np.array([[3.0, 1.0], [2.0, 2.0]]), (4, 3)) == 3.0
-    )
-    # Dominated points and points beyond the reference add nothing.
-    points = np.array([[3.0, 1.0], [2.0, 2.0], [3.5, 2.5], [5.0, 0.0]])
-    assert suggest_pareto.hypervolume_2d(points, (4, 3)) == 3.0
-    # Width lowers the loss and raises the cost: a trade-off.
-    p = {"lr": 10**-2.5, "a": 0.5, "b": 0.6, "dropout": 0.2, "width": 2}
-    narrow, wide = (
-        suggest_pareto._two_objective(p),
-        suggest_pareto._two_objective({**p, "width": 12}),
-    )
-    assert narrow[0] > wide[0] and narrow[1] < wide[1]
-    tiny = suggest.Budget([], 0, [suggest.TPE], pareto_trials=6, pareto_seeds=[0, 1])
-    monkeypatch.setitem(suggest.BUDGETS, "tiny", tiny)
-    rows = suggest_pareto.run_pareto("tiny")
-    assert [r.method for r in rows] == [suggest.TPE]
-    assert len(rows[0].hypervolumes) == 2 and all(s > 0 for s in rows[0].seconds)
-    assert all(0 <= h < 4.4 for h in rows[0].hypervolumes)
-    assert "| TPESampler |" in suggest_pareto.render_pareto(rows)
-
-
-def test_the_dtlz2_budget_runs_whole_studies_against_its_reference(monkeypatch):
-    assert suggest.BUDGETS["two-objective-dtlz2"].task == "dtlz2"
-    tiny = suggest.Budget(
-        [], 0, [suggest.TPE], task="dtlz2", pareto_trials=8, pareto_seeds=[0]
-    )
-    monkeypatch.setitem(suggest.BUDGETS, "tiny", tiny)
-    (row,) = suggest_pareto.run_pareto("tiny")
-    # DTLZ2's front bounds the hypervolume against (1.1, 1.1): 1.21 - pi / 4.
-    assert 0 <= row.hypervolumes[0] < 1.21 - 3.14159 / 4
-    assert row.task == "dtlz2"
-    assert suggest_pareto.render_pareto([row]).startswith("DTLZ2")
-
-
-def test_the_unseen_budget_runs_each_task_against_its_reference(monkeypatch):
-    assert suggest.BUDGETS["two-objective-unseen"].task == "unseen"
-    tiny = suggest.Budget(
-        [], 0, [suggest.TPE], task="unseen", pareto_trials=6, pareto_seeds=[0]
-    )
-    monkeypatch.setitem(suggest.BUDGETS, "tiny", tiny)
-    rows = suggest_pareto.run_pareto("tiny")
-    assert [r.task for r in rows] == list(suggest_pareto.UNSEEN_TASKS)
-    assert all(r.hypervolumes[0] >= 0 and r.seconds[0] > 0 for r in rows)
-    # The error is minimised and the throughput maximised: a point better in
-    # both adds to the hypervolume, a point beyond the reference adds nothing.
-    ref = suggest_pareto.UNSEEN_REFERENCE["scaled"]
-    one = suggest_pareto.hypervolume([(0.002, 1000.0)], ref, [-1.0, 1.0])
-    assert one == pytest.approx((0.012 - 0.002) * 1000.0)
-    two = [(0.002, 1000.0), (0.001, 1500.0), (0.02, 3000.0)]
-    assert suggest_pareto.hypervolume(two, ref, [-1.0, 1.0]) == pytest.approx(
-        (0.012 - 0.001) * 1500.0
-    )
-    with pytest.raises(suggest_pareto._Failed):
-        suggest_pareto._scaled(
-            {"lr": 1e-3, "a": 0.95, "b": 0.95, "width": 4, "act": "relu"}
-        )
-    assert "| zdt3 | TPESampler |" in suggest_pareto.render_pareto(rows)
 
 
 def test_gp_without_greenlet_is_refused_where_greenlet_imports():

@@ -8,13 +8,32 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from optuna_helpers import FAST  # noqa: E402
 
-from benchmarks.suggest_pareto import hypervolume_2d  # noqa: E402
 from botorch_sketch.integrations.optuna import SketchSampler  # noqa: E402
 from botorch_sketch.integrations.optuna.acquisition import (  # noqa: E402
     _reference_point,
 )
 
 _REF = (2.0, 2.0)
+
+
+def hypervolume_2d(points, ref):
+    # The area dominated by n x 2 points (minimised) up to ref.
+    points = np.asarray(points, dtype=np.float64).reshape(-1, 2)
+    points = points[(points < np.asarray(ref)).all(axis=1)]
+    area, floor = 0.0, ref[1]
+    for f1, f2 in points[np.lexsort((points[:, 1], points[:, 0]))]:
+        if f2 < floor:
+            area += (ref[0] - f1) * (floor - f2)
+            floor = f2
+    return float(area)
+
+
+def test_the_hypervolume_helper():
+    # Two points against (4, 3): 1 x 2 + 1 x 1 (the second's own strip).
+    assert hypervolume_2d(np.array([[3.0, 1.0], [2.0, 2.0]]), (4, 3)) == 3.0
+    # Dominated points and points beyond the reference add nothing.
+    points = np.array([[3.0, 1.0], [2.0, 2.0], [3.5, 2.5], [5.0, 0.0]])
+    assert hypervolume_2d(points, (4, 3)) == 3.0
 
 
 def _run(sampler, n_trials):
