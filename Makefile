@@ -50,7 +50,8 @@ install-test: $(TEST_STAMP)
 
 # Hartmann-6, 50 points per iteration up to n = 1500, IncrementalGP against a
 # warm-started SingleTaskGP: a table of CPU seconds per iteration and best value
-# found, and benchmark-results/demo-small.png.
+# found, and benchmark-results/demo-small.png. The benchmarks are the
+# repository's benchmarks/ folder (not installed): make runs them from its root.
 demo: $(STAMP)
 	$(PY) -m benchmarks demo
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 r"""Time per step of the online loops on a device, beside the same run on the CPU.
 
-    python scripts/online_loops_on_device.py [--device cuda] [--steps 1000]
+    PYTHONPATH=. python scripts/online_loops_on_device.py [--device cuda] [--steps 1000]
 
 The finite-arm UCB loops at setting 2 of the bandits benchmark (10^5 arms, RBF
 lengthscale 0.5, d = 3), eager and with held pulls, and the linear loops

@@ -4,14 +4,12 @@ import pytest
 import torch
 from botorch.test_functions import Ackley, Levy
 
-from benchmarks.large_batch.problems import (
-    PROBLEMS,
+from botorch_sketch.test_functions import (
     ROVER_OBSTACLES,
     RoverTrajectory,
     ShiftedProblem,
     clamped_bspline_basis,
 )
-from botorch_sketch.bo.large_batch import optimal_value
 
 
 def _straight(a: tuple[float, float], b: tuple[float, float]) -> torch.Tensor:
@@ -39,6 +37,17 @@ def _diagonal_reward() -> float:
         end = max(end, high)
     length = 0.9 * math.sqrt(2)
     return 5 - 0.05 * length - 20 * math.sqrt(2) * covered
+
+
+def test_batch_shapes_are_botorchs():
+    # b x d -> b, and batch x q x d -> batch x q, as BoTorch's test functions.
+    rover = RoverTrajectory()
+    shifted = ShiftedProblem(Ackley, dim=4, negate=True)
+    for f, d in ((rover, 60), (shifted, 4)):
+        assert f(torch.rand(5, d, dtype=torch.double)).shape == (5,)
+        assert f(torch.rand(2, 3, d, dtype=torch.double)).shape == (2, 3)
+    assert rover.dim == 60 and rover.bounds.shape == (2, 60)
+    assert not rover.is_minimization_problem
 
 
 def test_basis_is_a_clamped_partition_of_unity():
@@ -113,27 +122,6 @@ def test_obstacle_hits_match_every_obstacle_compared():
     direct = (gap <= 0.025).all(-1).any(-1)
     assert torch.equal(rover.obstacle_hits(points), direct)
     assert bool(direct.any()) and not bool(direct.all())
-
-
-@pytest.mark.parametrize("name", list(PROBLEMS))
-def test_problems_are_maximised_with_the_right_dimension(name):
-    problem = PROBLEMS[name]()
-    # "Levy-100-shifted" and "Cosine8" too.
-    dim = int(name.split("-")[1]) if "-" in name else int(name[-1])
-    assert problem.dim == dim and problem.bounds.dtype == torch.double
-    X = problem.bounds[0] + (problem.bounds[1] - problem.bounds[0]) * torch.rand(
-        16, dim, dtype=torch.double
-    )
-    values = problem(X, noise=False)
-    assert values.shape == (16,)
-    # Maximised as built, by BoTorch's own reading of the direction.
-    assert problem.is_minimization_problem is False
-    best = optimal_value(problem)  # NaN where BoTorch does not know it
-    if name not in ("rover-60", "Michalewicz-20"):
-        # Negated: every value is at most the maximum.
-        assert bool((values <= best + 1e-9).all())
-    else:
-        assert math.isnan(best)
 
 
 @pytest.mark.parametrize("base", [Ackley, Levy])
