@@ -16,12 +16,14 @@ them; the elements take the transformed data.
 
 It has no fantasies (``condition_on_observations``, ``fantasize``): it serves
 cross-validation and batched evaluation. One batch dimension and one output are
-supported; a state dict of a batched ``SingleTaskGP`` does not load into it
-(its modules are per element, not batched).
+supported. Its state dict is per element (``batch_models.<i>.``); a state in a
+batched ``SingleTaskGP``'s layout (entries with a leading batch dimension, or
+shared) loads too, element ``i`` taking index ``i`` of each entry.
 """
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -49,6 +51,7 @@ from torch.nn import ModuleList
 
 from botorch_sketch.models.nystrom import data
 from botorch_sketch.models.nystrom.fitting import learns_inputs
+from botorch_sketch.models.nystrom.inducing import STATE_KEYS as INDUCING_STATE_KEYS
 from botorch_sketch.models.nystrom_gp import NystromGP
 from botorch_sketch.models.nystrom_outcomes import OutcomeLikelihoods, copy_per_model
 from botorch_sketch.models.single_output import NoFantasiesMixin, SingleOutputMixin
@@ -61,6 +64,9 @@ from botorch_sketch.sketching.rules import SelectionRule
 
 #: The raw data the container keeps (its elements' models keep them transformed).
 _RAW_DATA = ("train_X", "train_Y", "train_Yvar")
+#: The dimensions of an unbatched model's inducing set entries (``m x d``,
+#: ``m``, 4 flags): one more is a batch of them.
+_INDUCING_DIMS = dict(zip(INDUCING_STATE_KEYS, (2, 1, 1), strict=True))
 
 
 def check_batched_data(
@@ -357,9 +363,25 @@ class BatchedNystromGP(SingleOutputMixin, NoFantasiesMixin, GPyTorchModel, GP):
     ) -> None:
         r"""Load hyperparameters, transforms and inducing sets of every element.
 
-        The elements take the data as the loaded transforms transform them,
-        then restore their inducing sets (see ``NystromGP.load_state_dict``).
+        Two layouts load: this model's own (``batch_models.<i>.`` entries), and
+        that of a batched ``SingleTaskGP``, whose entries carry a leading batch
+        dimension of size ``b`` (element ``i`` takes index ``i``) or are shared
+        by every element: a batched ``SingleTaskGP``'s state, or an unbatched
+        ``NystromGP``'s expanded to ``b`` (as BoTorch's RGPE tutorial expands
+        its target model's state for leave-one-out folds). The elements take
+        the data as the loaded transforms transform them, then restore their
+        inducing sets (see ``NystromGP.load_state_dict``): an unbatched
+        model's set, in each fold those of its inputs the fold holds.
+
+        Args:
+            state_dict: The state, in either layout.
+            strict: As for ``torch.nn.Module.load_state_dict``.
+            keep_transforms: Ignored: the targets always follow the loaded
+                outcome transform, as ``NystromGP``'s do.
+            assign: As for ``torch.nn.Module.load_state_dict``.
         """
+        if not any(k.startswith("batch_models.") for k in state_dict):
+            state_dict = self._split_batched_state(state_dict)
         torch.nn.Module.load_state_dict(self, state_dict, strict=strict, assign=assign)
         transform = getattr(self, "input_transform", None)
         if transform is not None:
@@ -375,6 +397,58 @@ class BatchedNystromGP(SingleOutputMixin, NoFantasiesMixin, GPyTorchModel, GP):
             model.retransform_targets()
             model.restore_loaded_inducing()
 
+    def _split_batched_state(self, state_dict: Mapping[str, Any]) -> dict[str, Any]:
+        r"""A state in a batched ``SingleTaskGP``'s layout, in this model's.
+
+        An element's entry of the element's own shape is shared; one of ``b x``
+        that shape gives element ``i`` its index ``i`` (the inducing set's
+        entries, sized by the set, by their number of dimensions). The
+        transforms' entries stay the container's, a ``b x`` copy of a shared
+        entry (``Standardize``'s ``_is_trained`` expanded) taken once. Entries
+        that fit neither way are passed on for torch to name the mismatch.
+        """
+        b, own = len(self.batch_models), self.state_dict()
+        element = self.batch_models[0].state_dict()
+        transforms = ("outcome_transform.", "input_transform.")
+        split: dict[str, Any] = {}
+        inducing: dict[str, Tensor] = {}
+        for key, value in state_dict.items():
+            if key.startswith(transforms) or key not in element:
+                split[key] = _container_entry(value, own.get(key), b)
+            elif key in INDUCING_STATE_KEYS:
+                inducing[key] = value
+            else:
+                shape = element[key].shape
+                batched = value.shape == (b, *shape) and value.shape != shape
+                for i in range(b):
+                    split[f"batch_models.{i}.{key}"] = value[i] if batched else value
+        for key, value in self._inducing_entries(inducing, split).items():
+            dims = _INDUCING_DIMS[key] + 1
+            batched = value.dim() == dims and value.shape[0] == b
+            for i in range(b):
+                split[f"batch_models.{i}.{key}"] = value[i] if batched else value
+        return split
+
+    def _inducing_entries(
+        self, inducing: dict[str, Tensor], split: Mapping[str, Any]
+    ) -> dict[str, Tensor]:
+        # An unbatched model's inducing inputs are in the space of its raw
+        # inputs; the elements' data are input-transformed: transform them by
+        # the loaded input transform, as the container transforms fixed inputs.
+        inputs = inducing.get("inducing_inputs")
+        transform = getattr(self, "input_transform", None)
+        if inputs is None or transform is None or inputs.numel() == 0:
+            return inducing
+        prefix = "input_transform."
+        loaded = copy.deepcopy(transform)
+        loaded.load_state_dict(
+            {k[len(prefix) :]: v for k, v in split.items() if k.startswith(prefix)},
+            strict=False,
+        )
+        loaded.eval()
+        inputs = data.transform_like_training(loaded, inputs.to(self.train_X))
+        return {**inducing, "inducing_inputs": inputs}
+
     @classmethod
     def construct_inputs(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:
         r"""Not supported: a dataset holds unbatched data."""
@@ -382,6 +456,20 @@ class BatchedNystromGP(SingleOutputMixin, NoFantasiesMixin, GPyTorchModel, GP):
             f"{cls.__name__} is built from batched tensors, not from a dataset; "
             "NystromGP.construct_inputs builds the unbatched model."
         )
+
+
+def _container_entry(value: Any, own: Tensor | None, b: int) -> Any:
+    # A transform's entry: as it is where it fits (or is unknown: torch names
+    # it); a ``b x`` expansion of an entry of the container's shape, if its
+    # slices agree, taken once; else broadcast to the container's shape.
+    if not isinstance(value, Tensor) or own is None or value.shape == own.shape:
+        return value
+    if value.shape == (b, *own.shape) and bool((value == value[:1]).all()):
+        return value[0]
+    try:
+        return value.expand(own.shape)
+    except RuntimeError:
+        return value
 
 
 # ``NystromGP(train_X, train_Y)`` of ``b x n x d`` inputs builds this class.

@@ -179,3 +179,91 @@ def test_unsupported_batches_are_refused_by_name(tkwargs):
         model.posterior(torch.rand(3, 4, 2, **tkwargs))
     with pytest.raises(UnsupportedError, match="one output"):
         model.posterior(folds.test_X, output_indices=[1])
+
+
+def _loo_folds(X, Y, Yvar):
+    # The leave-one-out folds of BoTorch's RGPE tutorial: b = n folds of n - 1.
+    masks = torch.eye(len(X), dtype=torch.bool, device=X.device)
+    return [torch.stack([t[~m] for m in masks]) for t in (X, Y, Yvar)]
+
+
+@pytest.mark.parametrize("input_transform", [False, True])
+def test_expanded_unbatched_state_loads_into_loo_folds(input_transform, tkwargs):
+    # BoTorch's RGPE tutorial expands its target model's state dict to the
+    # folds (every entry, t.expand(b, ...)) and loads it into the model of the
+    # folds: BatchedNystromGP's per-element modules refused the keys.
+    X, Y = _data(8, **tkwargs)
+    Yvar = torch.full_like(Y, 0.01)
+    transform = {"input_transform": Normalize(2)} if input_transform else {}
+    target = NystromGP(X, Y, Yvar, **transform)
+    target.covar_module.lengthscale = torch.tensor([[0.3, 0.5]], **tkwargs)
+    target.mean_module.constant = torch.tensor(0.2, **tkwargs)
+    b = len(X)
+    expanded = {
+        name: t.expand(b, *[-1 for _ in range(t.ndim)])
+        for name, t in target.state_dict().items()
+    }
+    folds = _loo_folds(X, Y, Yvar)
+    transform = {"input_transform": Normalize(2)} if input_transform else {}
+    model = NystromGP(*folds, **transform)
+    model.load_state_dict(expanded)
+    # The reference: a batched SingleTaskGP of the folds loading the same
+    # state, its scalar buffers (prior, constraint) left unexpanded (expanded,
+    # they stop its own loading on a size mismatch).
+    ref = SingleTaskGP(*folds, **transform)
+    state = target.state_dict()
+    ref.load_state_dict(
+        {
+            k: state[k] if v.shape == state[k].shape else expanded[k]
+            for k, v in ref.state_dict().items()
+        }
+    )
+    for i, element in enumerate(model.batch_models):
+        assert element.covar_module.lengthscale.shape == (1, 2)
+        torch.testing.assert_close(
+            element.covar_module.lengthscale, target.covar_module.lengthscale
+        )
+        torch.testing.assert_close(element.train_targets, ref.train_targets[i])
+    p, q = model.posterior(X), ref.posterior(X)
+    assert p.mean.shape == q.mean.shape == (b, b, 1)
+    torch.testing.assert_close(p.mean, q.mean, rtol=1e-6, atol=1e-8)
+    torch.testing.assert_close(p.variance, q.variance, rtol=1e-6, atol=1e-8)
+
+
+def test_batched_single_task_gp_state_loads(tkwargs):
+    # A batched SingleTaskGP's state (leading batch dimension, scalar prior
+    # buffers shared) gives each element its index of every entry.
+    _, _, folds = _folds(n=8, **tkwargs)
+    model, ref = _pair(folds)
+    loaded = NystromGP(
+        folds.train_X,
+        folds.train_Y,
+        inducing=FixedSelector(torch.arange(7)),
+        input_transform=Normalize(2),
+    )
+    loaded.load_state_dict(ref.state_dict())
+    for i, element in enumerate(loaded.batch_models):
+        torch.testing.assert_close(
+            element.covar_module.lengthscale, ref.covar_module.lengthscale[i]
+        )
+        torch.testing.assert_close(element.likelihood.noise, ref.likelihood.noise[i])
+    p, q = loaded.posterior(folds.test_X), ref.posterior(folds.test_X)
+    torch.testing.assert_close(p.mean, q.mean, rtol=1e-6, atol=1e-8)
+
+
+def test_expanded_sketch_state_keeps_each_folds_inducing_inputs(tkwargs):
+    # A sketched target's inducing set, expanded to the folds, is in each fold
+    # those of its inputs the fold holds (the held-out input drops out).
+    X, Y = _data(30, **tkwargs)
+    Yvar = torch.full_like(Y, 0.01)
+    rows = torch.arange(0, 30, 3)
+    target = NystromGP(X, Y, Yvar, inducing=FixedSelector(rows))
+    target.exact_fraction = None
+    target.select_inducing_points()
+    state = target.state_dict()
+    expanded = {k: t.expand(30, *[-1] * t.ndim) for k, t in state.items()}
+    model = NystromGP(*_loo_folds(X, Y, Yvar), inducing=FixedSelector(rows))
+    model.load_state_dict(expanded)
+    for i, element in enumerate(model.batch_models):
+        held = X[rows][(rows != i)]
+        torch.testing.assert_close(element.inducing_points, held)
