@@ -374,6 +374,29 @@ def test_fantasize(fixed_noise, tkwargs):
         fit_gpytorch_mll(ExactMarginalLogLikelihood(fantasy.likelihood, fantasy))
 
 
+@pytest.mark.parametrize("fixed_noise", [False, True])
+def test_fantasy_layout_is_single_task_gps(fixed_noise, tkwargs):
+    # A fantasy, and a fantasy of it, hold batch x t x (n + n') x d inputs and
+    # (fixed noise) batch x t x (n + n') noise variances, as SingleTaskGP's.
+    X, Y = _data(n=20, **tkwargs)
+    Yvar = torch.full_like(Y, 0.01) if fixed_noise else None
+    Xf = 2 + 3 * torch.rand(4, 3, 3, **tkwargs)
+    fantasies = []
+    for model in (NystromGP(X, Y, Yvar), SingleTaskGP(X, Y, Yvar)):
+        model.eval()
+        fantasy = model.fantasize(Xf, SobolQMCNormalSampler(torch.Size([5]), seed=0))
+        sampler = SobolQMCNormalSampler(torch.Size([2]), seed=1)
+        again = fantasy.fantasize(Xf[..., :1, :].expand(5, 4, 1, 3), sampler)
+        fantasies.append((fantasy, again))
+    for ours, ref in zip(*fantasies, strict=True):
+        assert ours.batch_shape == ref.batch_shape
+        assert ours.train_inputs[0].shape == ref.train_inputs[0].shape
+        torch.testing.assert_close(ours.train_inputs[0], ref.train_inputs[0])
+        assert ours.likelihood.noise.shape == ref.likelihood.noise.shape
+        if fixed_noise:
+            torch.testing.assert_close(ours.likelihood.noise, ref.likelihood.noise)
+
+
 def test_state_dict_loads_into_a_model_on_fewer_points(tkwargs):
     X, Y = _data(n=60, **tkwargs)
     full = MultiOutputNystromGP(X, Y)
