@@ -86,7 +86,7 @@ _RECHECK_EVERY = 10
 #: suggestions on the ``categories`` task of ``suggest --budget
 #: mixed-unseen`` called the acquisition 34-111 times each, against 50-139 at
 #: the default; the best values over 20 suggestions on ``long`` did not drop
-#: (``docs/suggest-mixed-unseen.md``, third round).
+#: (the removed mixed-unseen study: CHANGELOG.md).
 _ACQF_PGTOL = 1e-2
 
 

@@ -335,7 +335,7 @@ _FIT_TOLERANCES = {"ftol": 1e-6, "gtol": 1e-4}
 #: 500 trials stopped at its cap of 150 iterations (loss -0.248 per trial on
 #: ``wide``, -0.099 on ``long``); with 50 it stopped by itself after 87 and 91
 #: (-0.251, -0.145) in 43% and 60% of the time, and the trials proposed after
-#: it were as good (docs/suggest-mixed-unseen.md).
+#: it were as good (the removed mixed-unseen study: CHANGELOG.md).
 _MIN_CORRECTIONS = 50
 
 
@@ -363,7 +363,7 @@ class _Optimizer:
     value rose on 13 of 18 runs without it (``long`` 0.25-0.27 to 0.30-0.31,
     ``wide`` 0.33-0.36 to 0.40, where ``GPSampler`` reaches 0.375 and 0.405),
     and the objective's model refitted on drift less often (the warm median
-    on ``long`` 0.33 s to 0.15 s); docs/suggest-mixed-unseen.md.
+    on ``long`` 0.33 s to 0.15 s); the removed mixed-unseen study (CHANGELOG.md).
     """
 
     def __init__(self, parameters: dict[str, Any] | None, name: str = "") -> None:
@@ -453,7 +453,7 @@ _POLISH_MAXITER = 30
 #: iterations at a loss of 1.314 per trial, the lengthscales at a median of
 #: 0.92: the restart went on for 94 iterations to 0.220 (median 5.8), where
 #: the warm refits on drift had reached 0.358 after three of the next eight
-#: suggestions (docs/suggest-mixed-unseen.md, seventh round).
+#: suggestions (the removed mixed-unseen study: CHANGELOG.md).
 _MAX_RESTARTS = 3
 _RESTART_GAIN = 1e-3
 
