@@ -69,6 +69,12 @@ COMPARISONS = [
         r"gp-ucb: regret\s+[\d.]+,\s+([\d.]+) s",
     ),
     (
+        "ax",
+        "best value (minimised)",
+        r"NystromGP\s+best ([\d.]+)",
+        r"Ax default \(SingleTaskGP\)\s+best ([\d.]+)",
+    ),
+    (
         "gssbo",
         "BO loop seconds",
         r"GSSBO\s+simple regret [\d.]+,\s+([\d.]+) s",
