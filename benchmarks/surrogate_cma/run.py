@@ -97,7 +97,7 @@ class BoTorchProblem:
         r"""Build the problem called ``name``."""
         from botorch.test_functions import Levy
 
-        from botorch_sketch.benchmarks.large_batch.problems import RoverTrajectory
+        from botorch_sketch.test_functions import RoverTrajectory
 
         if name == "rover60":
             self._f, self.optimum = RoverTrajectory(negate=False), -5.0

@@ -11,8 +11,8 @@ from botorch.models.transforms.input import Normalize, Warp
 from gpytorch.mlls import ExactMarginalLogLikelihood
 from helpers import assert_same_hyperparameters, sine_sum, toy_data
 
+from benchmarks.metrics import held_out_accuracy
 from botorch_sketch import NystromGP
-from botorch_sketch.benchmarks.metrics import held_out_accuracy
 from botorch_sketch.models.nystrom import fitting
 from botorch_sketch.models.nystrom_gp import ExactRegimeWarning
 
