@@ -165,8 +165,8 @@ def render(rows: list[Row], machine: str) -> str:
         "Ratios are against KernelUCB (exact) on the same problem and seed in the "
         "same run: time ratio = its policy time / this policy's (higher is "
         "faster); regret ratio = this policy's cumulative regret / its; reward "
-        "ratio = this policy's cumulative reward / its. ms/round: mean over the "
-        "first 10%, rounds 40-50% and the last 10% of the run.",
+        "ratio = this policy's cumulative reward / its. ms/step: mean over the "
+        "first 10%, steps 40-50% and the last 10% of the run (T steps in all).",
         "",
         "| experiment | env | T | seed | method | time ratio | regret ratio | "
         "reward ratio |",
@@ -208,9 +208,9 @@ def render(rows: list[Row], machine: str) -> str:
         )
     lines += [
         "",
-        "Time per round of EK-UCB (flat in t where the dictionary saturates):",
+        "Time per step of EK-UCB (flat in t where the dictionary saturates):",
         "",
-        "| experiment | env | T | seed | dictionary | ms/round early, mid, late | "
+        "| experiment | env | T | seed | dictionary | ms/step early, mid, late | "
         "late / early |",
         "|---|---|---|---|---|---|---|",
     ]
@@ -226,7 +226,7 @@ def render(rows: list[Row], machine: str) -> str:
         f"Absolute figures ({machine}):",
         "",
         "| experiment | env | T | seed | method | seconds | regret | reward | "
-        "dictionary | ms/round early, mid, late |",
+        "dictionary | ms/step early, mid, late |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:

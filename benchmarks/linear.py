@@ -355,7 +355,7 @@ def render(rows: list[Row], machine: str) -> str:
     r"""Markdown tables: ratios against ``LinUCB`` first, then absolute numbers."""
     lines = [
         "Ratios are against `LinUCB` in the same run at the same thread count "
-        f"(synthetic: the policies take turns in blocks of {BLOCK} rounds; "
+        f"(synthetic: the policies take turns in blocks of {BLOCK} steps; "
         "replay: event by event): speed-up = LinUCB's policy time per step / "
         "this policy's (higher is faster); reward ratio = this policy's "
         "cumulative reward / LinUCB's (synthetic) or CTR / LinUCB's CTR "
@@ -415,7 +415,7 @@ def render(rows: list[Row], machine: str) -> str:
         )
     lines += [
         "",
-        "floor: the arithmetic of one round over this machine's measured float64 "
+        "floor: the arithmetic of one step over this machine's measured float64 "
         "rates (matrix product, matrix-vector, axpy; see `step_floor_ms`); x floor "
         "= ms per step / floor, the gap to the limit.",
         "",

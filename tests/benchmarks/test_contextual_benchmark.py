@@ -22,7 +22,7 @@ def test_contextual_benchmark_runs_and_reports_ratios(monkeypatch, tmp_path):
     ratio_rows = [line for line in ratios.splitlines() if line.startswith("| bump |")]
     assert len(ratio_rows) == 3 and not any("kernel-ucb" in r for r in ratio_rows)
     assert any(line.startswith("| digits | ek-ucb | 1 |") for line in text.splitlines())
-    flat = text.split("Time per round of EK-UCB")[1].split("Absolute")[0]
+    flat = text.split("Time per step of EK-UCB")[1].split("Absolute")[0]
     assert flat.count("| ek-ucb") == 0 and flat.count("| long | chessboard |") == 1
     paths = contextual.plot(traces, str(tmp_path / "c"))
     assert len(paths) == 3
