@@ -25,6 +25,8 @@ ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 #: The first line of a block that is not a whole program.
 FRAGMENT = "# Fragment"
+#: The line after which a block shows, as comments, what it prints.
+PRINTS = "# prints:"
 #: Seconds a block may run (one thread, on a machine other jobs share).
 TIMEOUT = 900
 #: Blocks that take longer, by section: 10^5 evaluations took 280 s of wall
@@ -39,6 +41,8 @@ class Block:
     section: str  #: the ``##`` heading above it
     line: int  #: the line of its first statement (1-based)
     code: str
+    #: The output the README shows for it (its comments after ``# prints:``).
+    expected: str | None = None
 
     @property
     def whole(self) -> bool:
@@ -61,7 +65,7 @@ class Block:
 
 
 def readme_blocks(text: str) -> list[Block]:
-    """The Python blocks of a Markdown text, with their sections."""
+    """The Python blocks of a Markdown text, with their sections and outputs."""
     blocks, section, code, start = [], "", None, 0
     for number, line in enumerate(text.splitlines(), start=1):
         if code is None:
@@ -70,11 +74,27 @@ def readme_blocks(text: str) -> list[Block]:
             elif line.strip() == "```python":
                 code, start = [], number + 1
         elif line.strip() == "```":
-            blocks.append(Block(section, start, "\n".join(code) + "\n"))
+            blocks.append(Block(section, start, "\n".join(code) + "\n", _shown(code)))
             code = None
         else:
             code.append(line)
     return blocks
+
+
+def _shown(code: list[str]) -> str | None:
+    # What a block says it prints: the comment lines after its "# prints:".
+    if PRINTS not in code:
+        return None
+    shown = code[code.index(PRINTS) + 1 :]
+    assert all(line.startswith("# ") for line in shown), shown
+    return "\n".join(line[2:] for line in shown)
+
+
+def _shape(output: str) -> list[str]:
+    # The lines of an output with every number masked: what a run must print
+    # the same, whatever its timings and last digits.
+    number = r"-?\d+(\.\d+)?(e[+-]?\d+)?"
+    return [re.sub(number, "#", line.strip()) for line in output.strip().splitlines()]
 
 
 BLOCKS = readme_blocks(README.read_text())
@@ -90,10 +110,34 @@ def test_the_blocks_are_found():
         ("A", 4, True),
         ("B: c", 12, False),
     ]
+    shown = readme_blocks("## A\n```python\nprint(1)\n# prints:\n# 1\n```\n")
+    assert shown[0].expected == "1"
     assert len(WHOLE) >= 6, [b.id for b in BLOCKS]
-    # The two that were fragments without saying so are whole now.
-    sections = {b.section.split(":")[0] for b in WHOLE}
-    assert {"In a BO loop", "Ray"} <= sections
+    # Every whole block shows what it prints.
+    assert [b.id for b in WHOLE if b.expected is None] == []
+
+
+def test_the_readme_is_one_page_of_what_is_true_now():
+    text = README.read_text()
+    assert len(text.splitlines()) <= 225
+    # No history: rounds of work, earlier runs, commit hashes.
+    history = re.compile(
+        r"\b(rounds?|last time|previously|this time|used to)\b|\b[0-9a-f]{7,40}\b",
+        re.IGNORECASE,
+    )
+    assert [m.group(0) for m in history.finditer(text)] == []
+
+
+def test_a_block_that_needs_an_extra_says_which():
+    # A block importing an extra's module sits in a section that names the
+    # pip install of that extra.
+    extras = {"ax": "ax", "optuna": "optuna", "ray": "ray"}
+    text = README.read_text()
+    for block in WHOLE:
+        for module in block.modules() & extras.keys():
+            start = text.index(f"## {block.section}")
+            section = text[start : text.index("```python", start)]
+            assert f'pip install -e ".[{extras[module]}]"' in section, block.id
 
 
 @pytest.mark.parametrize("block", BLOCKS, ids=[b.id for b in BLOCKS])
@@ -161,3 +205,5 @@ def test_a_whole_block_runs(block, tmp_path):
     if block.section.startswith("Optuna"):
         assert "ABNORMAL" not in done.stderr
     assert "InducingSetCapWarning" not in done.stderr
+    # It prints what the README shows, up to numbers (timings, last digits).
+    assert _shape(done.stdout) == _shape(block.expected), done.stdout
