@@ -222,6 +222,16 @@ def hyperparameter_gradients(
     return torch.stack(columns, dim=-1)
 
 
+def _lengthscale(kernel: Kernel | None) -> Tensor | None:
+    # The lengthscales of a kernel or of the kernel a ScaleKernel wraps; None
+    # for kernels without one (or of another shape than ``d`` or 1).
+    while kernel is not None:
+        if getattr(kernel, "has_lengthscale", False):
+            return kernel.lengthscale.detach()
+        kernel = getattr(kernel, "base_kernel", None)
+    return None
+
+
 class GradientSubsetGP(SingleTaskGP):
     r"""A ``SingleTaskGP`` on ``subset_size`` of its observations, chosen by a rule.
 
@@ -256,6 +266,7 @@ class GradientSubsetGP(SingleTaskGP):
         mean_module: Mean | None = None,
         outcome_transform: OutcomeTransform | _DefaultType | None = DEFAULT,
         input_transform: InputTransform | None = None,
+        num_neighbours: int = 0,
     ) -> None:
         r"""Choose the initial subset and build the GP on it.
 
@@ -288,6 +299,13 @@ class GradientSubsetGP(SingleTaskGP):
             mean_module: As for ``SingleTaskGP``.
             outcome_transform: As for ``SingleTaskGP``; fitted on the subset.
             input_transform: As for ``SingleTaskGP``.
+            num_neighbours: The ``num_neighbours`` observations nearest to the
+                best one (largest ``train_Y``, itself not counted) are always in
+                the subset too, nearest in the kernel's geometry (inputs divided
+                by the lengthscales the model has when the subset is chosen:
+                the warm-started or fitted ones). Not in the paper (0 is GSSBO
+                as published); without them the subset GP knows the incumbent's
+                region from a few points, and a BO loop stops refining it.
         """
         check_training_data(type(self).__name__, train_X, train_Y, train_Yvar)
         n = train_X.shape[0]
@@ -297,6 +315,7 @@ class GradientSubsetGP(SingleTaskGP):
         num_initial = checked_count(num_initial, "num_initial", minimum=0)
         num_newest = checked_count(num_newest, "num_newest", minimum=0)
         num_best = checked_count(num_best, "num_best", minimum=0)
+        num_neighbours = checked_count(num_neighbours, "num_neighbours", minimum=0)
         fit_rounds = checked_count(fit_rounds, "fit_rounds")
         if subset_rule is not None and not isinstance(subset_rule, SelectionRule):
             raise InputDataError(
@@ -304,14 +323,15 @@ class GradientSubsetGP(SingleTaskGP):
                 "GradientDiversitySubset() or RandomSubset()), got "
                 f"{subset_rule!r}."
             )
-        forced = num_initial + num_newest + num_best
+        forced = num_initial + num_newest + num_best + num_neighbours
         if subset_size is not None and subset_size <= forced:
             raise InputDataError(
                 f"subset_size ({subset_size}) must exceed num_initial + num_newest + "
-                f"num_best ({num_initial} + {num_newest} + {num_best}), or no "
-                "observation is chosen."
+                f"num_best + num_neighbours ({num_initial} + {num_newest} + "
+                f"{num_best} + {num_neighbours}), or no observation is chosen."
             )
         self.num_best = num_best
+        self.num_neighbours = num_neighbours
         self.full_train_X = train_X
         self.full_train_Y = train_Y
         self.full_train_Yvar = train_Yvar
@@ -365,10 +385,37 @@ class GradientSubsetGP(SingleTaskGP):
         newest = torch.arange(max(n - self.num_newest, 0), n, device=device)
         best = self.full_train_Y.squeeze(-1).argsort(descending=True)
         best = best[: self.num_best].to(device)
-        forced = torch.cat([initial, newest, best])
+        forced = torch.cat([initial, newest, best, self.neighbour_indices()])
         # Distinct, in order of first appearance (a few dozen entries at most).
         repeat = (forced[:, None] == forced[None, :]).tril(-1).any(-1)
         return forced[~repeat]
+
+    def neighbour_indices(self) -> Tensor:
+        r"""The ``num_neighbours`` observations nearest to the best one.
+
+        Distances are Euclidean in the model's input-transformed inputs divided
+        by the kernel's lengthscales (plain Euclidean before the kernel exists
+        or for kernels without one); ``O(N d)``.
+
+        Returns:
+            A 1-d long tensor of at most ``num_neighbours`` indices into
+            :attr:`full_train_X`, nearest first, the best one excluded.
+        """
+        k = getattr(self, "num_neighbours", 0)
+        X = self.full_train_X
+        if k == 0 or X.shape[0] < 2:
+            return torch.arange(0, device=X.device)
+        with torch.no_grad():
+            if getattr(self, "input_transform", None) is not None:
+                X = self.input_transform.preprocess_transform(X)
+            lengthscale = _lengthscale(getattr(self, "covar_module", None))
+            if lengthscale is not None:
+                X = X / lengthscale.reshape(-1).to(X)
+            best = self.full_train_Y.squeeze(-1).argmax()
+            distance = (X - X[best]).square().sum(-1)
+            distance[best] = float("inf")
+            k = min(k, X.shape[0] - 1)
+            return distance.topk(k, largest=False).indices
 
     def _run_rule(
         self, rule: SelectionRule, gradients: Tensor | None, kernel: Kernel | None
@@ -378,9 +425,11 @@ class GradientSubsetGP(SingleTaskGP):
             with torch.no_grad():
                 X = self.input_transform.preprocess_transform(X)
         candidates = Candidates(X=X, kernel=kernel, gradients=gradients)
-        return rule.select(
-            candidates, size=self.subset_size, forced=self.forced_indices
-        )
+        forced = self.forced_indices
+        #: The forced indices of the last selection (the neighbours move with
+        #: the hyperparameters they were chosen at).
+        self.selection_forced = forced
+        return rule.select(candidates, size=self.subset_size, forced=forced)
 
     def full_gradients(self) -> Tensor:
         r"""The gradient function on all ``N`` observations, at the current fit.
@@ -563,6 +612,7 @@ class GradientSubsetGP(SingleTaskGP):
         gradient: GradientFunction | None = None,
         fit_rounds: int = 2,
         num_best: int = 0,
+        num_neighbours: int = 0,
         **kwargs: Any,
     ) -> dict[str, Any]:
         r"""Constructor arguments from a dataset (the hook Ax calls).
@@ -576,6 +626,7 @@ class GradientSubsetGP(SingleTaskGP):
             gradient: The ``gradient`` constructor argument.
             fit_rounds: The ``fit_rounds`` constructor argument.
             num_best: The ``num_best`` constructor argument.
+            num_neighbours: The ``num_neighbours`` constructor argument.
             kwargs: Other options Ax passes (``categorical_features`` and the like);
                 empty ones are ignored, others are not supported.
 
@@ -593,4 +644,5 @@ class GradientSubsetGP(SingleTaskGP):
             gradient=gradient,
             fit_rounds=fit_rounds,
             num_best=num_best,
+            num_neighbours=num_neighbours,
         )

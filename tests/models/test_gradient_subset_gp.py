@@ -282,6 +282,24 @@ def test_num_best_forces_the_incumbents(tkwargs):
         _model(X, Y, subset_size=17, num_best=5)
 
 
+def test_num_neighbours_forces_the_incumbents_nearest_neighbours(tkwargs):
+    X, Y = _data(tkwargs)
+    model = _fit(_model(X, Y, num_neighbours=6))
+    neighbours = model.neighbour_indices()
+    best = int(Y.argmax())
+    # Nearest in the fitted kernel's geometry, the best itself excluded.
+    lengthscale = model.covar_module.lengthscale.detach().reshape(-1)
+    distance = ((X - X[best]) / lengthscale).norm(dim=-1)
+    distance[best] = float("inf")
+    assert neighbours.tolist() == distance.argsort()[:6].tolist()
+    assert set(model.selection_forced.tolist()) <= set(model.subset_indices.tolist())
+    assert model.selection_forced.numel() == len(set(model.selection_forced.tolist()))
+    with pytest.raises(InputDataError, match="num_neighbours"):
+        _model(X, Y, subset_size=18, num_neighbours=6)
+    with pytest.raises(InputDataError, match="num_neighbours"):
+        _model(X, Y, num_neighbours=-1)
+
+
 def test_reselecting_keeps_every_tensor_of_the_state_on_the_data_device(tkwargs):
     # BoTorch's Standardize marks itself trained with a new CPU tensor whenever
     # it is refitted, as it is on every new subset; on CUDA a mixed-device state
