@@ -15,6 +15,13 @@ from botorch_sketch.bo.checkpoint import (
     load_checkpoint,
     save_checkpoint,
 )
+from botorch_sketch.bo.gssbo import (
+    GSSBO,
+    GSSBOSurrogate,
+    GSSBOTrace,
+    acquisition_factory,
+    run_gssbo,
+)
 from botorch_sketch.bo.incremental_gp import IncrementalGP, UpdateCounts
 from botorch_sketch.bo.large_batch import (
     FailedBatchWarning,
@@ -51,6 +58,11 @@ __all__ = [
     "save_checkpoint",
     "Batch",
     "FailedBatchWarning",
+    "GSSBO",
+    "GSSBOSurrogate",
+    "GSSBOTrace",
+    "acquisition_factory",
+    "run_gssbo",
     "TrustRegions",
     "ScreenedCMAES",
     "SurrogateCMAES",
