@@ -287,11 +287,12 @@ class NystromGP(SingleOutputMixin, GPyTorchModel, GP, FantasizeMixin):
         # The raw data, plain attributes (see :mod:`.nystrom.data`).
         self.train_X, self.train_Y, self.train_Yvar = train_X, train_Y, train_Yvar
         self._inducing = InducingSet.from_argument(inducing, train_X)
-        # Statistics of fantasies (batched fantasy models only) and their
-        # (transformed) inputs, and of data held elsewhere
+        # Statistics of fantasies (batched fantasy models only), their
+        # (transformed) inputs and targets, and of data held elsewhere
         # (``set_data_statistics``); the posterior state.
         self._extra_statistics: DTCStatistics | None = None
         self._fantasy_inputs: tuple[Tensor, ...] = ()
+        self._fantasy_targets: tuple[Tensor, ...] = ()
         self._summary: data_statistics.DataSummary | None = None
         self._replace_state()
         # The inducing set is part of the state dict (see ``load_state_dict``).
@@ -337,7 +338,7 @@ class NystromGP(SingleOutputMixin, GPyTorchModel, GP, FantasizeMixin):
         skip = 0 if summary is None else summary.rows
         before = None if summary is None else summary.statistics
         rest = (self.mean_module, noise, skip, before, self._extra_statistics)
-        stats = training_statistics(embedding, X, self.train_targets, *rest)
+        stats = training_statistics(embedding, X, self._train_targets, *rest)
         return embedding, stats
 
     @property
@@ -368,6 +369,22 @@ class NystromGP(SingleOutputMixin, GPyTorchModel, GP, FantasizeMixin):
         parts = [X, *self._fantasy_inputs]
         return (torch.cat([p.expand(*batch, *p.shape[-2:]) for p in parts], -2),)
 
+    @property
+    def train_targets(self) -> Tensor:
+        r"""The outcome-transformed training targets, as ``ExactGP`` exposes them.
+
+        ``n``; for a fantasy model ``batch_shape x (n + n')``, the fantasised
+        observations (outcome-transformed) after the training targets, as
+        ``SingleTaskGP``'s fantasy models lay them out (formed on each access:
+        the model's own algebra reads the ``n`` training targets alone).
+        """
+        y = self._train_targets
+        if not self._fantasy_targets:
+            return y
+        batch = self.batch_shape
+        parts = [y, *self._fantasy_targets]
+        return torch.cat([p.expand(*batch, p.shape[-1]) for p in parts], -1)
+
     def train_noise(self) -> Tensor:
         r"""The ``n`` per-observation noise variances, in outcome-transformed units.
 
@@ -387,7 +404,7 @@ class NystromGP(SingleOutputMixin, GPyTorchModel, GP, FantasizeMixin):
         """
         transform, X = self._outcome_transform(), self.transformed_train_X
         Y, Yvar = data.transformed_targets(self.train_Y, self.train_Yvar, transform, X)
-        self.train_targets = Y.squeeze(-1)
+        self._train_targets = Y.squeeze(-1)
         if Yvar is not None:
             self.likelihood.noise = floor_fixed_noise(Yvar.squeeze(-1))
         self._replace_state()
@@ -449,7 +466,7 @@ class NystromGP(SingleOutputMixin, GPyTorchModel, GP, FantasizeMixin):
         rule, rows = self._inducing.rule, None
         if rule is not None and not isinstance(rule, FixedSelector):
             rows = fitting.rule_rows(self)
-        args = (self.covar_module, self.train_noise(), self.train_targets, rows)
+        args = (self.covar_module, self.train_noise(), self._train_targets, rows)
         self._inducing.choose(self.train_X, self.transformed_train_X, *args, max_size)
         self._replace_state()
 
@@ -589,7 +606,8 @@ class NystromGP(SingleOutputMixin, GPyTorchModel, GP, FantasizeMixin):
         # A fantasy model's statistics, inputs and fixed noise may carry a graph
         # (fantasies sampled with gradients), which deepcopy refuses: the
         # statistics are replaced below, the others shared (never changed).
-        shared += [*self._fantasy_inputs, self.likelihood.noise]
+        shared += [*self._fantasy_inputs, *self._fantasy_targets]
+        shared.append(self.likelihood.noise)
         dropped = [self._nystrom_state, self._extra_statistics]
         model = data.copy_sharing(self, shared, dropped=dropped)
         if len(state.posterior.batch_shape) == 0:
@@ -602,6 +620,7 @@ class NystromGP(SingleOutputMixin, GPyTorchModel, GP, FantasizeMixin):
             extra = self._extra_statistics
             model._extra_statistics = new if extra is None else extra + new
             model._fantasy_inputs = (*self._fantasy_inputs, X_tf)
+            model._fantasy_targets = (*self._fantasy_targets, Y_tf.squeeze(-1))
             if isinstance(self.likelihood, FixedNoiseGaussianLikelihood):
                 model.likelihood.noise = fantasy_noise(self.likelihood.noise, noise_tf)
         model._replace_state(state)
@@ -719,6 +738,7 @@ class NystromGP(SingleOutputMixin, GPyTorchModel, GP, FantasizeMixin):
         if self._extra_statistics is not None:
             self._extra_statistics = self._extra_statistics.map(fn)
             self._fantasy_inputs = tuple(fn(X) for X in self._fantasy_inputs)
+            self._fantasy_targets = tuple(fn(y) for y in self._fantasy_targets)
         if self._summary is not None:
             self._summary = self._summary.map(fn)
         moved = self._inducing.apply(fn)

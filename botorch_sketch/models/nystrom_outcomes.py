@@ -286,8 +286,13 @@ class MultiOutputNystromGP(GPyTorchModel, GP, FantasizeMixin):
 
     @property
     def train_targets(self) -> Tensor:
-        r"""The ``t x n`` outcome-transformed training targets."""
-        return torch.stack([m.train_targets for m in self.outcome_models])
+        r"""The ``t x n`` outcome-transformed training targets.
+
+        For a fantasy model ``batch_shape x t x (n + n')``, the fantasised
+        observations after the training targets, as ``SingleTaskGP``'s.
+        """
+        targets = [m.train_targets for m in self.outcome_models]
+        return torch.stack(torch.broadcast_tensors(*targets), dim=-2)
 
     @property
     def is_exact(self) -> bool:

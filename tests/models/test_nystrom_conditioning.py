@@ -210,3 +210,67 @@ def test_a_fantasy_of_a_fantasy_is_laid_out_as_single_task_gps(fixed_noise, tkwa
     fantasy, ref = _fantasies(X, Y, Yvar, Xf, Xff)
     assert fantasy.batch_shape == (2, 5, 4)
     _assert_same_layout(fantasy, ref)
+
+
+def _fantasy_targets(t, fixed_noise, transform, nested, **tkwargs):
+    # NystromGP and SingleTaskGP fantasised with the same inputs and seeded
+    # samplers. Every input, the fantasies' too, is inducing, so the two
+    # posteriors (and the fantasised observations) agree at every level.
+    X, _ = _data(12, **tkwargs)
+    Y = torch.cat([torch.sin(5 * X[:, :1]), X.sum(-1, keepdim=True)], -1)[:, :t]
+    Yvar = torch.full_like(Y, 0.01) if fixed_noise else None
+    g = torch.Generator().manual_seed(3)
+    Xf = torch.rand(4, 2, 2, generator=g, dtype=X.dtype).to(X)
+    Xff = torch.rand(5, 4, 1, 2, generator=g, dtype=X.dtype).to(X)
+    Z = torch.cat([X, Xf.reshape(-1, 2), Xff.reshape(-1, 2)])
+    kwargs = {} if transform else {"outcome_transform": None}
+    ours = NystromGP(X, Y, Yvar, inducing=Z, input_transform=Normalize(2), **kwargs)
+    ref = SingleTaskGP(X, Y, Yvar, input_transform=Normalize(2), **kwargs)
+    out = []
+    for model in (ours, ref):
+        model.eval()
+        fantasy = model.fantasize(Xf, SobolQMCNormalSampler(torch.Size([5]), seed=0))
+        if nested:
+            sampler = SobolQMCNormalSampler(torch.Size([2]), seed=1)
+            fantasy = fantasy.fantasize(Xff, sampler)
+        out.append(fantasy)
+    return out
+
+
+@pytest.mark.parametrize("nested", [False, True])
+@pytest.mark.parametrize("transform", [True, False])
+@pytest.mark.parametrize("fixed_noise", [False, True])
+@pytest.mark.parametrize("t", [1, 2])
+def test_a_fantasy_models_train_targets_are_single_task_gps(
+    t, fixed_noise, transform, nested, tkwargs
+):
+    # train_targets held the training rows alone (12, or 2 x 12), where
+    # SingleTaskGP's fantasy model has 5 x 4 x 14 (5 x 4 x 2 x 14): the
+    # transformed training targets, expanded, then the fantasised observations.
+    fantasy, ref = _fantasy_targets(t, fixed_noise, transform, nested, **tkwargs)
+    batch = (2, 5, 4) if nested else (5, 4)
+    n = 12 + 2 + (1 if nested else 0)
+    assert fantasy.batch_shape == ref.batch_shape == batch
+    expected = (*batch, n) if t == 1 else (*batch, t, n)
+    assert fantasy.train_targets.shape == ref.train_targets.shape == expected
+    torch.testing.assert_close(
+        fantasy.train_targets, ref.train_targets, rtol=1e-6, atol=1e-6
+    )
+    # The training rows exactly, as the model stores them.
+    torch.testing.assert_close(
+        fantasy.train_targets[..., :12], ref.train_targets[..., :12], rtol=0, atol=0
+    )
+
+
+def test_a_fantasy_keeps_its_algebra_on_the_training_targets(tkwargs):
+    # Its posterior state, rebuilt from scratch, reads the n training targets
+    # alone (the fantasies enter through their statistics), and moving it keeps
+    # the layout.
+    fantasy, _ = _fantasy_targets(1, False, True, True, **tkwargs)
+    Xt = torch.rand(2, 5, 4, 3, 2, **tkwargs)
+    mean = fantasy.posterior(Xt).mean
+    fantasy.train()
+    torch.testing.assert_close(fantasy.posterior(Xt).mean, mean)
+    targets = fantasy.train_targets
+    fantasy.to(torch.float64)
+    torch.testing.assert_close(fantasy.train_targets, targets, rtol=0, atol=0)

@@ -52,7 +52,7 @@ from botorch_sketch.models.validation import (
 )
 
 #: The data attributes: a copy for ``fantasize`` shares them, ``Module.to`` moves them.
-DATA_ATTRIBUTES = ("train_X", "train_Y", "train_Yvar", "train_targets")
+DATA_ATTRIBUTES = ("train_X", "train_Y", "train_Yvar", "_train_targets")
 
 
 def check_one_outcome(model_name: str, train_Y: Any) -> None:

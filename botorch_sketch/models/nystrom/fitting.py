@@ -269,7 +269,7 @@ def custom_loss(model: Model, statistics: DTCStatistics | None) -> Tensor:
     """
     if statistics is None:
         modules = (model.mean_module, model.covar_module, model.likelihood)
-        X, y = model.transformed_train_X, model.train_targets
+        X, y = model.transformed_train_X, model._train_targets
         value = exact_log_likelihood(*modules, X, y)
     else:
         posterior = WeightPosterior(statistics)
@@ -433,7 +433,7 @@ def fitting_subset(
         rule = model.inducing_points  # fixed rows number the model's data
     subset = model_class(
         model.transformed_train_X[rows].detach(),
-        model.train_targets[rows].unsqueeze(-1),
+        model._train_targets[rows].unsqueeze(-1),
         inducing=rule,
         covar_module=model.covar_module,
         mean_module=model.mean_module,
