@@ -202,6 +202,21 @@ def test_dtc_posterior_after_the_switch():
     assert model.posterior(X[:3]).mean.shape == (3, 1)
 
 
+def test_search_bounds_are_the_cube_until_the_switch_then_around_the_incumbent():
+    X, Y = _data(20, d=3)
+    surrogate = _surrogate(switch_at=14)
+    surrogate(X[:14], Y[:14])
+    cube = torch.tensor([[0.0] * 3, [1.0] * 3], dtype=torch.double)
+    assert torch.equal(surrogate.search_bounds(X[:14], Y[:14]), cube)
+    surrogate(X[:15], Y[:15])
+    box = surrogate.search_bounds(X[:15], Y[:15], length=0.4)
+    best = X[int(Y[:15].argmax())]
+    assert bool(((box[0] <= best) & (best <= box[1])).all())
+    assert bool(((box >= 0) & (box <= 1)).all())
+    assert bool((box[1] - box[0] < 1).all())
+    assert torch.equal(surrogate.search_bounds(X[:15], Y[:15], length=None), cube)
+
+
 @pytest.mark.parametrize(
     ("kwargs", "name", "error"),
     [
@@ -215,6 +230,7 @@ def test_dtc_posterior_after_the_switch():
         ({"subset_rule": "kmeans"}, "subset_rule", InputDataError),
         ({"posterior": "sparse"}, "posterior", InputDataError),
         ({"time_factor": 1.0}, "time_factor", InputDataError),
+        ({"region_length": 0.0}, "region_length", InputDataError),
     ],
 )
 def test_bad_input_names_the_argument(kwargs, name, error):
@@ -239,3 +255,26 @@ def test_tell_refuses_other_points_and_tell_without_ask():
         opt.tell(X, torch.zeros(2))
     with pytest.raises(InputDataError, match="X"):
         opt.tell(X + 0.5, torch.zeros(3))
+
+
+def test_optuna_sketch_sampler_takes_the_surrogate_as_its_model_factory():
+    optuna = pytest.importorskip("optuna")
+    from botorch_sketch.integrations.optuna import SketchSampler
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    surrogate = GSSBOSurrogate(
+        num_initial=6, switch_at=10, num_neighbours=1, fit_kwargs=FAST_FIT
+    )
+    sampler = SketchSampler(
+        model=surrogate, seed=0, n_startup_trials=6, num_restarts=2, raw_samples=16
+    )
+    study = optuna.create_study(sampler=sampler)
+    study.optimize(
+        lambda t: (
+            (t.suggest_float("x", -2, 2) - 0.3) ** 2
+            + (t.suggest_float("y", -2, 2) + 0.5) ** 2
+        ),
+        n_trials=12,
+    )
+    assert surrogate.switched_at == 11
+    assert surrogate.model.subset_indices.numel() == 10
