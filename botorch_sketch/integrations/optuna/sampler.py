@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import warnings
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -332,13 +333,50 @@ class SketchSampler(BaseSampler):
         self._rng = np.random.RandomState(seed)
         self._independent_sampler = independent_sampler or RandomSampler(seed=seed)
         self._intersection_search_space = IntersectionSearchSpace()
+        # The study the search space describes (see ``_search_space``).
+        self._space_study: tuple[weakref.ref, int] | None = None
         self._carried = _CarriedModels(self._options)
+
+    def __getstate__(self) -> dict[str, Any]:
+        r"""Pickle without the study the search space was read from (a weak reference).
+
+        The restored sampler reads its next study's search space afresh.
+        """
+        state = self.__dict__.copy()
+        state["_space_study"] = None
+        state["_intersection_search_space"] = IntersectionSearchSpace()
+        return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         r"""Restore a pickled sampler (Optuna's way to save a sampler's state)."""
         if "_options" not in state:
             state = _upgrade_pickled_state(state)
         self.__dict__.update(state)
+        # Absent from a sampler pickled before it was kept: that sampler's
+        # search space may describe another study.
+        if "_space_study" not in state:
+            self._intersection_search_space = IntersectionSearchSpace()
+            self._space_study = None
+
+    def _search_space(self, study: Study) -> dict[str, BaseDistribution]:
+        r"""The intersection search space of ``study``'s trials.
+
+        Optuna's ``IntersectionSearchSpace`` serves one study: it caches the
+        space by trial number and tells studies apart by id alone. A sampler
+        reused on another study (its trials imported from the first, say)
+        kept the first study's space, where a study in another in-memory
+        storage has the same id: a parameter the studies encode differently
+        was left to the independent sampler for good, or one the first
+        study lacked was added; another study of the same storage raised
+        ``ValueError``. The space is read afresh for a new study, told by its
+        storage and id as the carried models tell it.
+        """
+        key = self._space_study
+        storage, study_id = study._storage, study._study_id
+        if key is None or key[0]() is not storage or key[1] != study_id:
+            self._intersection_search_space = IntersectionSearchSpace()
+            self._space_study = (weakref.ref(storage), study_id)
+        return self._intersection_search_space.calculate(study)
 
     def reseed_rng(self) -> None:
         r"""Reseed the random generators (Optuna calls this for ``n_jobs > 1``)."""
@@ -355,9 +393,7 @@ class SketchSampler(BaseSampler):
         """
         return {
             name: distribution
-            for name, distribution in self._intersection_search_space.calculate(
-                study
-            ).items()
+            for name, distribution in self._search_space(study).items()
             if not distribution.single()
         }
 
@@ -467,7 +503,7 @@ class SketchSampler(BaseSampler):
             # only because its trial started among the startup trials (with
             # n_jobs > 1 another trial may complete the startup meanwhile):
             # not the conditional parameter the warning is about.
-            common = self._intersection_search_space.calculate(study)
+            common = self._search_space(study)
             # With no completed trial there is nothing to model yet (the
             # first trial, whatever n_startup_trials): not worth a warning.
             if n_complete >= max(self._options.n_startup_trials, 1) and (
