@@ -248,7 +248,20 @@ def _lq_cma_es(problem: Problem, budget: int, seed: int) -> list[float]:
         "verbose": -9,
         "seed": seed + 1,
     }
-    cma.fmin_lq_surr2(f, problem.dim * [0.5], SIGMA0, options, restarts=9)
+    for attempt in range(10):
+        try:
+            cma.fmin_lq_surr2(f, problem.dim * [0.5], SIGMA0, options, restarts=9)
+            break
+        except AttributeError as error:
+            # pycma 4.5.0 fails at a restart whose model has no optimum yet to
+            # inject ('LQModel' object has no attribute '_xopt'); the run goes
+            # on from a fresh start on the remaining budget, as a restart would.
+            if "_xopt" not in str(error):
+                raise
+            done = len(problem.values)
+            if done >= budget:
+                break
+            options.update(maxfevals=budget - done, seed=seed + 2 + attempt)
     return cpu
 
 
