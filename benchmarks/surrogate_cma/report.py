@@ -159,39 +159,47 @@ def _setting_section(setting: str, records: list[dict], docs: Path) -> list[str]
             "against proposing CPU seconds.",
             "",
         ]
-    # Win counts of the GP against each method, per evaluation and per CPU.
+    # Win counts of the GP against each method, per evaluation and per CPU,
+    # per dimension.
     head = " | ".join(f"@{c} evaluations" for c in checkpoints)
     lines += [
-        f"| the GP at least as good as | {head} | at the method's CPU seconds "
+        f"| the GP at least as good as | d | {head} | at the method's CPU seconds "
         "for its budget | its runs |",
-        "|---|" + "---|" * (len(checkpoints) + 2),
+        "|---|---|" + "---|" * (len(checkpoints) + 2),
     ]
     for other in methods:
         if other == "gp":
             continue
-        pairs = [(f, d, shared(other, f, d)) for f, d in problems]
-        pairs = [(f, d, a) for f, d, a in pairs if a]
-        counts = [
-            sum(
-                _better_or_equal(median("gp", f, d, c, a), median(other, f, d, c, a))
-                for f, d, a in pairs
-            )
-            for c in checkpoints
-        ]
-        at_cpu = 0
-        for f, d, among in pairs:
-            ours = [
-                _at_cpu(by["gp"][(f, d, i)], by[other][(f, d, i)]["cpu"][-1])
-                for i in among
+        for dim in dims:
+            pairs = [(f, d, shared(other, f, d)) for f, d in problems if d == dim]
+            pairs = [(f, d, a) for f, d, a in pairs if a]
+            if not pairs:
+                continue
+            counts = [
+                sum(
+                    _better_or_equal(
+                        median("gp", f, d, c, a), median(other, f, d, c, a)
+                    )
+                    for f, d, a in pairs
+                )
+                for c in checkpoints
             ]
-            theirs = [by[other][(f, d, i)]["regret"][-1] for i in among]
-            at_cpu += _better_or_equal(float(np.median(ours)), float(np.median(theirs)))
-        runs = sum(len(a) for _, _, a in pairs)
-        lines.append(
-            f"| {NAMES[other]} | "
-            + " | ".join(f"{k} of {len(pairs)}" for k in counts)
-            + f" | {at_cpu} of {len(pairs)} | {runs} |"
-        )
+            at_cpu = 0
+            for f, d, among in pairs:
+                ours = [
+                    _at_cpu(by["gp"][(f, d, i)], by[other][(f, d, i)]["cpu"][-1])
+                    for i in among
+                ]
+                theirs = [by[other][(f, d, i)]["regret"][-1] for i in among]
+                at_cpu += _better_or_equal(
+                    float(np.median(ours)), float(np.median(theirs))
+                )
+            runs = sum(len(a) for _, _, a in pairs)
+            lines.append(
+                f"| {NAMES[other]} | {dim} | "
+                + " | ".join(f"{k} of {len(pairs)}" for k in counts)
+                + f" | {at_cpu} of {len(pairs)} | {runs} |"
+            )
     lines.append("")
     # CPU per evaluation.
     lines += [
