@@ -21,41 +21,24 @@ feature:
 - :func:`run_gssbo`: the loop on an objective, with a progress bar and a
   :class:`GSSBOTrace`.
 
-Departures from the paper, all options. Measured on Levy-20 (20 Sobol points,
-a full GP to ``n = 100``, then 60 UCB iterations of each variant from the same
-state, two seeds; the full GP went from -25.4 / -22.6 to -6.8 / -6.8 with 6 / 3
-improvements), the published subset GP reached -19.3 / -22.6 (3 / 0
-improvements). Its hyperparameters did not collapse (median lengthscale 0.88 to
-0.92 against the full GP's 0.90 to 0.96, noise 0.005 to 0.006 against 0.006
-to 0.010; without the warm start the same), and UCB does not read ``best_f``.
-What differed is where UCB's argmax landed: the subset GP's posterior mean
-there was a median 18 to 32 above the incumbent (the full GP's: 5 to 8 below
-it), and the true values there were -60 to -125 (full GP: -26 to -38), at a
-unit-cube distance of 0.7 to 1.0 from the incumbent (full GP: 0.42 to 0.59,
-and every one of its improvements within 0.19 to 0.55). The subset GP lacks
-the observations that hold the full GP's mean down away from the incumbent and
-chases phantom optima there. The incumbent itself was missing from the
-gradient subset in 19 to 23% of the iterations.
+Departures from the paper, all options (why, with the measurements: the guide
+page *Subset-of-data GPs*, "Running GSSBO"):
 
 - ``num_best=1``, ``num_neighbours=20``: the incumbent and its nearest
-  neighbours (kernel geometry) are forced in (always in the subset then; on
-  the runs above -11.6 / -22.6 after 40 iterations: not enough alone);
+  neighbours (kernel geometry) are forced into the subset. Without the
+  observations that hold the full GP's posterior mean down away from the
+  incumbent, the subset GP's acquisition chases optima far from it;
 - ``region_length=0.2``: after the switch the acquisition is maximised in a
   box around the incumbent shaped by the lengthscales, where the subset GP
-  holds its data (:meth:`GSSBOSurrogate.search_bounds`). With both fixes the
-  runs above reached -9.4 / -20.3 after 40 iterations (full GP -9.2 / -6.8,
-  published subset -19.3 / -22.6), the true values at the argmax a median
-  -26 / -53 (full GP -25 / -35, published subset -62 / -119). A side of 0.8
-  (TuRBO's start) did not constrain enough in 20 dimensions (-19.3 / -22.6).
-  Two seeds of one problem: evidence, not a benchmark;
+  holds its data (:meth:`GSSBOSurrogate.search_bounds`);
 - the best value and the baselines of the improvement acquisitions
   (``best_f``, ``X_baseline``) are always taken from all observations, never
   from the subset;
 - ``posterior="dtc"``: the subset as the inducing set of a
   :class:`~botorch_sketch.models.NystromGP` on all observations
-  (:func:`~botorch_sketch.models.gss_nystrom.nystrom_from_subset`). It did not
-  help on the runs above (-22.6 on seed 1, no improvement; its mean at the
-  incumbent fell further below the observed value).
+  (:func:`~botorch_sketch.models.gss_nystrom.nystrom_from_subset`).
+
+``num_neighbours=0, num_best=0, region_length=None`` is the published loop.
 
 Example:
     >>> from botorch.test_functions import Levy
