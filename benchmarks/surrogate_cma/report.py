@@ -203,12 +203,21 @@ def _setting_section(setting: str, records: list[dict], docs: Path) -> list[str]
     lines.append("")
     # CPU per evaluation.
     lines += [
-        "| method | proposing CPU per evaluation, ms (median over runs) |",
-        "|---|---|",
+        "| proposing CPU per evaluation, ms (median over runs) | "
+        + " | ".join(f"d = {d}" for d in dims)
+        + " |",
+        "|---|" + "---|" * len(dims),
     ]
     for m in methods:
-        per = [r["cpu"][-1] / r["evaluations"][-1] for r in by[m].values()]
-        lines.append(f"| {NAMES[m]} | {1000 * float(np.median(per)):.2f} |")
+        cells = []
+        for dim in dims:
+            per = [
+                r["cpu"][-1] / r["evaluations"][-1]
+                for (_, d, _), r in by[m].items()
+                if d == dim
+            ]
+            cells.append(f"{1000 * float(np.median(per)):.2f}" if per else "-")
+        lines.append(f"| {NAMES[m]} | " + " | ".join(cells) + " |")
     lines.append("")
     # One table per checkpoint.
     short = {m: NAMES[m].split(" (")[0] for m in methods}
