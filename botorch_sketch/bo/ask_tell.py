@@ -42,11 +42,9 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import math
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +60,7 @@ from torch.quasirandom import SobolEngine
 from botorch_sketch.bo import checkpoint
 from botorch_sketch.bo.incremental_gp import IncrementalGP
 from botorch_sketch.bo.regions import TrustRegions
+from botorch_sketch.bo.streams import TorchStream
 from botorch_sketch.bo.thompson import (
     candidate_set,
     check_region,
@@ -156,7 +155,7 @@ def best_observation(
     return unnormalize(train_X[i], bounds), float(train_Y[i])
 
 
-class LargeBatchOptimizer:
+class LargeBatchOptimizer(TorchStream):
     r"""Ask/tell large-batch Thompson sampling in trust regions (maximises)."""
 
     def __init__(
@@ -267,9 +266,7 @@ class LargeBatchOptimizer:
         self._unit = torch.stack([torch.zeros(d), torch.ones(d)]).to(self.bounds)
         self.surrogate = default_surrogate() if surrogate is None else surrogate
         self.generator = torch.Generator().manual_seed(self.seed)
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(self.seed)
-            self._torch_state = torch.get_rng_state()
+        self._seed_torch(self.seed)
         self._design = draw_sobol_samples(
             self._unit, n=self.num_initial, q=1, seed=self.seed
         ).squeeze(1)
@@ -311,24 +308,6 @@ class LargeBatchOptimizer:
         self.asks = 0
         # One row per ask that used the model (see ``LOG_COLUMNS``).
         self.log: list[list[float]] = []
-
-    # ----------------------------------------------------------- streams
-
-    @contextlib.contextmanager
-    def random_state(self) -> Iterator[None]:
-        r"""Swap the optimizer's torch random state in for torch's global one.
-
-        BoTorch's path draws and the surrogate's rules draw from torch's
-        global generator; inside this block they draw from the optimizer's
-        stream, which is saved with it. The caller's stream is restored on
-        exit.
-        """
-        with torch.random.fork_rng(devices=[]):
-            torch.set_rng_state(self._torch_state)
-            try:
-                yield
-            finally:
-                self._torch_state = torch.get_rng_state()
 
     # --------------------------------------------------------------- views
 

@@ -10,23 +10,21 @@ the model's draws, so that a caller's streams are left alone.
 
 from __future__ import annotations
 
-import contextlib
 import math
 import warnings
-from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
 from torch import Tensor
 
 from botorch_sketch.bo.ask_tell import best_observation
+from botorch_sketch.bo.streams import TorchStream
 
 if TYPE_CHECKING:
     import cma
 
 
-class CMASearch:
+class CMASearch(TorchStream):
     r"""A mixin: CMA-ES's distribution in the unit cube, and the optimizer's streams.
 
     A subclass sets ``bounds``, ``sigma0``, ``train_X``, ``train_Y`` and ``es``,
@@ -41,19 +39,7 @@ class CMASearch:
 
     def _seed_streams(self, seed: int) -> None:
         self._rng = np.random.default_rng(seed)
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(seed)
-            self._torch_state = torch.get_rng_state()
-
-    @contextlib.contextmanager
-    def random_state(self) -> Iterator[None]:
-        r"""Swap the optimizer's torch random state in for torch's global one."""
-        with torch.random.fork_rng(devices=[]):
-            torch.set_rng_state(self._torch_state)
-            try:
-                yield
-            finally:
-                self._torch_state = torch.get_rng_state()
+        self._seed_torch(seed)
 
     def _distribution(self, x0: np.ndarray, popsize: int) -> cma.CMAEvolutionStrategy:
         # A new search from x0 with step sigma0, drawing from the own generator.

@@ -62,7 +62,7 @@ import contextlib
 import math
 import time
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -91,6 +91,7 @@ from torch import Tensor
 from torch.quasirandom import SobolEngine
 from tqdm.auto import tqdm
 
+from botorch_sketch.bo.streams import TorchStream
 from botorch_sketch.bo.trust_region import lengthscale_weights
 from botorch_sketch.checks import checked_count, checked_optional_count, checked_real
 from botorch_sketch.models.gradient_subset_gp import (
@@ -548,7 +549,7 @@ class GSSBOTrace:
         )
 
 
-class GSSBO:
+class GSSBO(TorchStream):
     r"""GSSBO (Algorithm 1 of [Wei2025gssbo]_) as an ask/tell optimizer (maximises).
 
     :meth:`ask` returns the scrambled Sobol design first, then ``q`` points a
@@ -678,25 +679,13 @@ class GSSBO:
                 size, self.q, "subset_size" if subset_size is not None else "switch_at"
             )
         self._engine = SobolEngine(self.dim, scramble=True, seed=self.seed)
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(self.seed)
-            self._torch_state = torch.get_rng_state()
+        self._seed_torch(self.seed)
         self.train_X = torch.empty(0, self.dim, dtype=torch.double)
         self.train_Y = torch.empty(0, 1, dtype=torch.double)
         self._pending: Tensor | None = None
         self.model: Model | None = None
         self.model_seconds: list[float] = []
         self.acquisition_seconds: list[float] = []
-
-    @contextlib.contextmanager
-    def random_state(self) -> Iterator[None]:
-        r"""Swap the optimizer's torch random state in for torch's global one."""
-        with torch.random.fork_rng(devices=[]):
-            torch.set_rng_state(self._torch_state)
-            try:
-                yield
-            finally:
-                self._torch_state = torch.get_rng_state()
 
     @property
     def num_told(self) -> int:
