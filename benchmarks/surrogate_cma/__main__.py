@@ -23,7 +23,16 @@ from pathlib import Path
 from benchmarks.surrogate_cma.run import HIGH, SETTINGS, cell_path, run_and_write
 
 #: The cost order of the methods (the dearest first, for the pool's balance).
-COST = ("lq-cma-es", "gp", "gp-lcb", "lq", "turbo-enn", "screened", "cma-es")
+COST = (
+    "lq-cma-es",
+    "gp",
+    "gp-lcb",
+    "gp-always",
+    "lq",
+    "turbo-enn",
+    "screened",
+    "cma-es",
+)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -9,7 +9,9 @@ with a step of 0.2 of its width (COCO's customary 2 in ``[-5, 5]``).
 
 Methods:
 - ``gp``: :class:`~botorch_sketch.bo.SurrogateCMAES` (the GP in CMA-ES's
-  metric over lq-CMA-ES's regression); ``gp-lcb``: the same with ``kappa=1``
+  metric over lq-CMA-ES's regression, or the regression alone where it ranks
+  the recent points at least as well); ``gp-always``: the GP throughout
+  (``select=False``); ``gp-lcb``: the same as ``gp`` with ``kappa=1``
   (which orders evaluations only below a batch of a whole population);
 - ``lq``: the same pipeline with the regression alone (``residual=False``);
 - ``lq-cma-es``: ``cma.fmin_lq_surr2`` as shipped (sequential; IPOP restarts);
@@ -44,7 +46,16 @@ SETTINGS = {
 }
 #: The problems of the ``high`` setting.
 HIGH = ("rover60", "levy100")
-METHODS = ("gp", "gp-lcb", "lq", "lq-cma-es", "cma-es", "turbo-enn", "screened")
+METHODS = (
+    "gp",
+    "gp-lcb",
+    "gp-always",
+    "lq",
+    "lq-cma-es",
+    "cma-es",
+    "turbo-enn",
+    "screened",
+)
 SIGMA0 = 0.2
 
 
@@ -283,6 +294,7 @@ def run_cell(
             optimizer = {
                 "gp": lambda: _Surrogate(dim, q, seed),
                 "gp-lcb": lambda: _Surrogate(dim, q, seed, kappa=1.0),
+                "gp-always": lambda: _Surrogate(dim, q, seed, select=False),
                 "lq": lambda: _Surrogate(dim, q, seed, residual=False),
                 "cma-es": lambda: _CMAES(dim, q, seed),
                 "turbo-enn": lambda: _TurboENN(dim, q, seed),

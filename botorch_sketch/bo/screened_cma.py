@@ -88,11 +88,11 @@ import torch
 from botorch.exceptions.errors import InputDataError, UnsupportedError
 from botorch.models.model import Model
 from botorch.utils.transforms import unnormalize
-from scipy.stats import kendalltau
 from torch import Tensor
 
 from botorch_sketch.bo.ask_tell import AskRecord, _key
 from botorch_sketch.bo.cma_search import CMASearch
+from botorch_sketch.bo.rank_agreement import kendall_tau
 from botorch_sketch.bo.sampling import posterior_means
 from botorch_sketch.bo.thompson import check_region, default_surrogate
 from botorch_sketch.checks import checked_count, checked_memory, checked_real
@@ -354,10 +354,8 @@ class ScreenedCMAES(CMASearch):
         finite = torch.isfinite(values)
         tau = math.nan
         if self._predicted is not None and int(finite.sum()) >= 3:
-            tau = kendalltau(
-                self._predicted.cpu()[finite].numpy(), values[finite].numpy()
-            ).statistic
-            tau = 0.0 if not math.isfinite(tau) else float(tau)
+            tau = kendall_tau(self._predicted.cpu()[finite], values[finite])
+            tau = 0.0 if not math.isfinite(tau) else tau
         if self._predicted is not None:
             self.rank_correlation.append(tau)
         if values.numel() < self.q or not bool(finite.any()):

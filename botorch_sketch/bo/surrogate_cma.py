@@ -71,13 +71,13 @@ import numpy as np
 import torch
 from botorch.exceptions.errors import InputDataError, UnsupportedError
 from botorch.utils.transforms import normalize, unnormalize
-from scipy.stats import kendalltau
 from torch import Tensor
 
 from botorch_sketch.bo.ask_tell import AskRecord
 from botorch_sketch.bo.checkpoint import CheckpointError, load_checkpoint
 from botorch_sketch.bo.checkpoint import save_checkpoint as _save
 from botorch_sketch.bo.cma_search import CMASearch
+from botorch_sketch.bo.rank_agreement import kendall_tau
 from botorch_sketch.bo.thompson import check_region
 from botorch_sketch.bo.whitened_gp import Trend, WhitenedResidualGP, search_metric
 from botorch_sketch.checks import checked_count, checked_real
@@ -89,6 +89,8 @@ if TYPE_CHECKING:
 MATCH_TOLERANCE = 1e-4
 #: The residual GP's hyperparameters are chosen once in this many populations.
 CHOOSE_EVERY = 4
+#: The GP and the regression are compared on this many populations' points.
+SELECT_POPULATIONS = 2
 #: Points (in millions of coordinates) one population may hold.
 MAX_POPULATION_ENTRIES = 50
 
@@ -108,6 +110,7 @@ class SurrogateCMAES(CMASearch):
         sigma0: float = 0.2,
         inject: bool = True,
         max_quadratic_terms: int = 1000,
+        select: bool = True,
         seed: int = 0,
     ) -> None:
         r"""Start the search distribution at the box's centre.
@@ -131,6 +134,9 @@ class SurrogateCMAES(CMASearch):
             max_quadratic_terms: The regression stays diagonal (``2 d + 1``
                 terms) where a full quadratic has more terms than this (``d``
                 above 43 by default): its pseudo-inverse grows as ``d^6``.
+            select: With ``residual``, use the regression alone for a
+                population where it ranks the recent observations at least as
+                well as the GP's leave-one-out means.
             seed: Seeds every draw.
         """
         check_region(bounds, "bounds")
@@ -144,9 +150,9 @@ class SurrogateCMAES(CMASearch):
             )
         self.q = checked_count(q, "q")
         self.num_initial = self.q
-        if not isinstance(residual, bool) or not isinstance(inject, bool):
-            raise InputDataError("residual and inject must be True or False.")
-        self.residual, self.inject = residual, inject
+        if not all(isinstance(v, bool) for v in (residual, inject, select)):
+            raise InputDataError("residual, inject and select must be True or False.")
+        self.residual, self.inject, self.select = residual, inject, select
         self.kappa = checked_real(kappa, "kappa")
         if self.kappa < 0:
             raise InputDataError(f"kappa must be at least 0; got {kappa}.")
@@ -186,6 +192,8 @@ class SurrogateCMAES(CMASearch):
         self.evaluated_share: list[float] = []
         #: Batched: the generations CMA-ES ran on the model before each batch.
         self.model_generations: list[int] = []
+        #: At each refit with data: whether the GP (not the regression) predicted.
+        self.model_choices: list[bool] = []
         self.last_ask = AskRecord()
         self._log: list[tuple[str, Any]] = []
 
@@ -329,15 +337,35 @@ class SurrogateCMAES(CMASearch):
                 hyperparameters=g["hyperparameters"],
             )
             g["hyperparameters"] = self._hyperparameters = model.hyperparameters
-            g["predict"] = lambda Z: model.predict(Z)[0]
+            if self.select and self._prefers_trend(model, g["trend"]):
+                model = None
+                g["predict"] = g["trend"]
+            else:
+                g["predict"] = lambda Z: model.predict(Z)[0]
+            self.model_choices.append(model is not None)
         else:
-            trend = Trend.of(self.trend)
-            g["predict"] = trend
+            g["predict"] = Trend.of(self.trend)
         if model is None:
             g["mean"], g["sd"] = g["predict"](X), torch.zeros(len(X))
         else:
             g["mean"], g["sd"] = model.predict(X)
         g["model"] = model
+
+    def _prefers_trend(self, model: WhitenedResidualGP, trend: Trend) -> bool:
+        # The regression alone ranks the recent observations at least as well
+        # as the GP's leave-one-out means do (the regression is in-sample in
+        # both: the GP's score says what its residual adds).
+        n = self.train_X.shape[0]
+        number = min(n, max(15, SELECT_POPULATIONS * self.popsize))
+        if number < 3:
+            return False
+        X, F = self.train_X[n - number :], -self.train_Y[n - number :, 0]
+        positions = torch.arange(n - number, n)
+        tau_gp = kendall_tau(model.loo_means(X, positions), F)
+        tau_trend = kendall_tau(trend(X), F)
+        tau_gp = tau_gp if math.isfinite(tau_gp) else -1.0
+        tau_trend = tau_trend if math.isfinite(tau_trend) else -1.0
+        return tau_trend >= tau_gp
 
     # ---------------------------------------------------------------- tell
 
@@ -410,8 +438,7 @@ class SurrogateCMAES(CMASearch):
             finite = torch.isfinite(F)
             tau = math.nan
             if int(finite.sum()) >= 3 and self.train_X.shape[0] > int(finite.sum()):
-                tau = kendalltau(predicted[finite].numpy(), F[finite].numpy())
-                tau = float(tau.statistic)
+                tau = kendall_tau(predicted[finite], F[finite])
             tau = tau if math.isfinite(tau) else 0.0
             share = (tau - 0.5) / (self.tau_threshold - 0.5)
             self._model_generations = round(
@@ -434,13 +461,14 @@ class SurrogateCMAES(CMASearch):
             return 0.0
         X = self.train_X[n - number :]
         F = -self.train_Y[n - number :, 0]
-        model = self._generation["model"]
+        g = self._generation
+        model = g["model"]
         if model is None:
-            predicted = Trend.of(self.trend)(X)
+            predicted = g["trend"](X) if "trend" in g else Trend.of(self.trend)(X)
         else:
             predicted = model.loo_means(X, torch.arange(n - number, n))
-        tau = kendalltau(predicted.numpy(), F.numpy()).statistic
-        return float(tau) if math.isfinite(tau) else 0.0
+        tau = kendall_tau(predicted, F)
+        return tau if math.isfinite(tau) else 0.0
 
     def _finish(self, tau: float, share: float) -> None:
         # Tell CMA-ES the population: true values where evaluated, the model's
@@ -500,6 +528,7 @@ class SurrogateCMAES(CMASearch):
             "sigma0": self.sigma0,
             "inject": self.inject,
             "max_quadratic_terms": self.max_quadratic_terms,
+            "select": self.select,
             "seed": self.seed,
         }
 
@@ -533,6 +562,9 @@ class SurrogateCMAES(CMASearch):
             raise CheckpointError(f"{path} is not a SurrogateCMAES checkpoint.")
         config = dict(state["config"])
         config["bounds"] = torch.tensor(config["bounds"], dtype=torch.double)
+        # Checkpoints from before the choice between the GP and the regression
+        # existed ran the GP throughout.
+        config.setdefault("select", False)
         try:
             optimizer = cls(**config)
             for kind, value in state["log"]:
