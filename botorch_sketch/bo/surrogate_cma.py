@@ -5,7 +5,7 @@ lq-CMA-ES [Hansen2019global]_ gets many CMA-ES generations per evaluation: a
 model ranks each population, points are evaluated best first until the model's
 ranking of the recent data agrees with the truth (Kendall's tau of at least
 0.85), and CMA-ES is told model values for the rest. :class:`SurrogateCMAES`
-runs that loop through ask/tell, with two changes:
+runs that loop through ask/tell, with three changes:
 
 - **any batch size ``q``.** Points are handed out ``q`` at a time. Below
   CMA-ES's default population (``4 + 3 ln d``; with ``q = 1`` in
@@ -24,7 +24,13 @@ runs that loop through ask/tell, with two changes:
   scores the GP by its leave-one-out means (a GP ranks its own training points
   perfectly), and the GP's standard deviation may order the evaluations
   (``kappa``: the lowest ``mean - kappa * sd`` first). ``residual=False`` is
-  the regression alone, scored in-sample, as lq-CMA-ES does.
+  the regression alone, scored in-sample, as lq-CMA-ES does;
+- **the GP or the regression, whichever ranks better** (``select=True``, the
+  default): at each refit, the GP's leave-one-out means and the regression's
+  in-sample values rank the last two populations' observations; where the
+  regression's Kendall tau is at least the GP's, the regression predicts
+  alone (the regression is in-sample in both scores, so the comparison says
+  what the GP's residual adds).
 
 CMA-ES is told the true value of every evaluated point and the model's mean
 only where no true value exists (and in the model's own generations); a failed
@@ -483,13 +489,17 @@ class SurrogateCMAES(CMASearch):
             return  # nothing to learn from: the next population is drawn afresh
         F = torch.where(finite, F, F[finite].max())
         if self._scale is None:
-            # CMA-ES's stopping rules use absolute tolerances: values in the
-            # first population's units make the run the same whatever the
-            # objective's.
+            # CMA-ES's stopping rules use absolute tolerances (1e-11): values
+            # that differ by less than 1 are told in units of the first
+            # population's spread, so that tiny values do not stop the run at
+            # once; larger ones as they are, so that the tolerance stays as
+            # fine as lq-CMA-ES's (in units of a spread of 10^7, CMA-ES
+            # stopped 1e-7 above the 10-D ellipsoid's optimum, and restarted).
             true = g["F"][torch.isfinite(g["F"])]
             spread = float(true.std()) if true.numel() > 1 else 0.0
             level = float(true.abs().max()) if true.numel() else 0.0
-            self._scale = spread if spread > 0 else (level if level > 0 else 1.0)
+            unit = spread if spread > 0 else (level if level > 0 else 1.0)
+            self._scale = min(unit, 1.0)
         self.es.tell(list(g["X"].numpy()), (F / self._scale).tolist())
         self.trend.adapt_max_relative_size(tau)
         if self.inject and self.trend.types:

@@ -209,3 +209,85 @@ def test_the_regression_stays_diagonal_past_max_quadratic_terms():
     full = _run(SurrogateCMAES(_box(4), q=1, seed=0), f, 120)
     assert "full" in full.trend.types
     assert "full" not in wide.trend.types and "quadratic" in wide.trend.types
+
+
+def _wavy(X):
+    # A bowl with ripples the quadratic cannot follow (maximised).
+    return _bowl(X) - 0.3 * torch.cos(12 * X).sum(-1)
+
+
+@pytest.mark.parametrize("f", [_bowl, _wavy])
+def test_each_refit_predicts_with_the_model_that_ranks_the_recent_points_better(f):
+    from scipy.stats import kendalltau
+
+    from botorch_sketch.bo.whitened_gp import WhitenedResidualGP
+
+    optimizer = SurrogateCMAES(_box(4), q=1, seed=2)
+    checked = 0
+    while checked < 30:
+        X = optimizer.ask()
+        refits = len(optimizer.model_choices)
+        optimizer.tell(X, f(X))
+        g = optimizer._generation
+        if g is None or len(optimizer.model_choices) == refits:
+            continue  # no refit on the data so far
+        mean, root = g["metric"]
+        gp = WhitenedResidualGP(
+            g["trend"],
+            optimizer.train_X,
+            -optimizer.train_Y.squeeze(-1),
+            mean,
+            root,
+            local_size=optimizer.local_size,
+            hyperparameters=g["hyperparameters"],
+        )
+        n = optimizer.train_X.shape[0]
+        k = min(n, max(15, 2 * optimizer.popsize))
+        Xr, Fr = optimizer.train_X[n - k :], -optimizer.train_Y[n - k :, 0]
+        tau_gp = kendalltau(gp.loo_means(Xr, torch.arange(n - k, n)), Fr).statistic
+        tau_trend = kendalltau(g["trend"](Xr), Fr).statistic
+        tau_gp = -1.0 if math.isnan(tau_gp) else tau_gp
+        tau_trend = -1.0 if math.isnan(tau_trend) else tau_trend
+        uses_gp = optimizer.model_choices[-1]
+        assert (
+            uses_gp == (tau_gp > tau_trend + 1e-12) or abs(tau_gp - tau_trend) < 1e-12
+        )
+        expected = gp.predict(g["X"])[0] if uses_gp else g["trend"](g["X"])
+        assert torch.allclose(g["predict"](g["X"]), expected)
+        checked += 1
+    if f is _bowl:  # an exact quadratic: the regression is chosen once it fits
+        assert not all(optimizer.model_choices[-10:])
+
+
+def test_select_false_predicts_with_the_gp_throughout():
+    optimizer = _run(SurrogateCMAES(_box(3), q=1, select=False, seed=0), _bowl, 80)
+    assert optimizer.model_choices and all(optimizer.model_choices)
+    regression = _run(SurrogateCMAES(_box(3), q=1, residual=False, seed=0), _bowl, 40)
+    assert regression.model_choices == []
+
+
+def test_checkpoints_without_the_choice_resume_with_the_gp_throughout(tmp_path):
+    from botorch_sketch.bo.checkpoint import load_checkpoint, save_checkpoint
+
+    optimizer = _run(SurrogateCMAES(_box(3), q=2, select=False, seed=4), _bowl, 40)
+    optimizer.save(tmp_path / "run.pt")
+    state = load_checkpoint(tmp_path / "run.pt")
+    del state["config"]["select"]  # written before the option existed
+    save_checkpoint(state, tmp_path / "old.pt")
+    resumed = SurrogateCMAES.load(tmp_path / "old.pt")
+    assert resumed.select is False
+    assert torch.equal(resumed.ask(), optimizer.ask())
+
+
+@pytest.mark.parametrize("factor, evaluations", [(1e8, 300), (1e-12, 150)])
+def test_the_objectives_units_do_not_stop_the_run_early(factor, evaluations):
+    # CMA-ES's tolerances are absolute (1e-11). Told in units of the first
+    # population's spread, large values stopped it short of the optimum's
+    # precision and restarted it; told as they are, tiny ones would stop it
+    # at once.
+    def scaled(X):
+        return factor * _bowl(X)
+
+    optimizer = _run(SurrogateCMAES(_box(3), q=1, seed=0), scaled, evaluations)
+    assert optimizer.restarts == 0
+    assert optimizer.best()[1] / factor > -1e-6

@@ -67,3 +67,21 @@ def test_a_record_is_read_at_an_evaluation_count_and_a_cpu_budget():
     assert _at(record, 3) == 2.0 and _at(record, 4) == 1.0
     assert _at_cpu(record, 0.25) == 2.0 and _at_cpu(record, 0.05) == float("inf")
     assert json.dumps(record)
+
+
+def test_the_paired_table_pools_run_by_run_log_ratios():
+    from benchmarks.surrogate_cma.report import _paired_table
+
+    def record(regret):
+        return {"evaluations": [1, 10], "regret": [1.0, regret], "cpu": [0.0, 1.0]}
+
+    by = {
+        "gp": {(1, 5, 2): record(1e-3), (2, 5, 2): record(1e-12), (1, 5, 3): record(1)},
+        "lq": {(1, 5, 2): record(1e-1), (2, 5, 2): record(1e-6), (1, 5, 3): record(1)},
+    }
+    lines = _paired_table(by, ["gp", "lq"], [5], (10,))
+    row = next(line for line in lines if line.startswith("| LQ"))
+    # log10 ratios -2, -2 (1e-12 floored at 1e-8 against 1e-6), 0: mean -1.33.
+    ratios = np.array([-2.0, -2.0, 0.0])
+    error = ratios.std(ddof=1) / np.sqrt(3)
+    assert f"{ratios.mean():+.2f} ± {error:.2f}" in row and row.endswith("| 3 |")
