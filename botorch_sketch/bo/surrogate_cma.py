@@ -323,13 +323,13 @@ class SurrogateCMAES(CMASearch):
         g = self._generation
         model = None
         X = g["X"]
+        # The regression is refitted at each increment, as lq-CMA-ES's is, by
+        # QR (its pseudo-inverse is the larger cost).
+        if self._trend_count != (self.trend.count, len(self.trend.types)):
+            self._trend = Trend.fit(self.trend)
+            self._trend_count = (self.trend.count, len(self.trend.types))
+        g["trend"] = g["predict"] = self._trend
         if self.residual and self.train_X.shape[0] >= 3:
-            # The regression is refitted at each increment, as lq-CMA-ES's
-            # is, by QR (its pseudo-inverse is the larger cost).
-            if self._trend_count != (self.trend.count, len(self.trend.types)):
-                self._trend = Trend.fit(self.trend)
-                self._trend_count = (self.trend.count, len(self.trend.types))
-            g["trend"] = self._trend
             if "metric" not in g:  # CMA-ES's distribution, fixed until told
                 g["metric"] = search_metric(self.es)
             mean, root = g["metric"]
@@ -345,12 +345,9 @@ class SurrogateCMAES(CMASearch):
             g["hyperparameters"] = self._hyperparameters = model.hyperparameters
             if self.select and self._prefers_trend(model, g["trend"]):
                 model = None
-                g["predict"] = g["trend"]
             else:
                 g["predict"] = lambda Z: model.predict(Z)[0]
             self.model_choices.append(model is not None)
-        else:
-            g["predict"] = Trend.of(self.trend)
         if model is None:
             g["mean"], g["sd"] = g["predict"](X), torch.zeros(len(X))
         else:
@@ -470,7 +467,7 @@ class SurrogateCMAES(CMASearch):
         g = self._generation
         model = g["model"]
         if model is None:
-            predicted = g["trend"](X) if "trend" in g else Trend.of(self.trend)(X)
+            predicted = g["trend"](X)
         else:
             predicted = model.loo_means(X, torch.arange(n - number, n))
         tau = kendall_tau(predicted, F)
@@ -503,12 +500,8 @@ class SurrogateCMAES(CMASearch):
         self.es.tell(list(g["X"].numpy()), (F / self._scale).tolist())
         self.trend.adapt_max_relative_size(tau)
         if self.inject and self.trend.types:
-            trend = g.get("trend")
-            if trend is None:  # the regression alone: LQModel's own optimum
-                xopt = np.asarray(self.trend.xopt, dtype=float)
-            else:
-                optimum = trend.optimum()
-                xopt = np.full(self.dim, np.nan) if optimum is None else optimum.numpy()
+            optimum = g["trend"].optimum()
+            xopt = np.full(self.dim, np.nan) if optimum is None else optimum.numpy()
             if np.isfinite(xopt).all():
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
