@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import multiprocessing
+import os
 import sys
 from pathlib import Path
 
@@ -77,6 +78,11 @@ def main(argv: list[str] | None = None) -> None:
     ]
     cells.sort(key=lambda c: (COST.index(c[0]), -c[2]))
     print(f"{len(cells)} cells to run", flush=True)
+    # One thread per cell, BLAS included: the workers read these as they
+    # start, before NumPy loads (multithreaded BLAS counts its spinning
+    # threads as process time).
+    for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[name] = "1"
     context = multiprocessing.get_context("spawn")
     with context.Pool(args.workers, maxtasksperchild=1) as pool:
         jobs = [(str(args.out), args.setting, c, args.budget) for c in cells]

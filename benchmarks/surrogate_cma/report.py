@@ -293,7 +293,7 @@ def _paired_table(
             lines.append(
                 f"| {NAMES[other]} | {dim} | " + " | ".join(cells) + f" | {len(keys)} |"
             )
-    return lines + [""]
+    return lines + [""] if len(lines) > 4 else []
 
 
 def write_report(folder: Path, docs: Path) -> Path:
@@ -305,13 +305,16 @@ def write_report(folder: Path, docs: Path) -> Path:
         "",
         "The question: on COCO's `bbob` functions (rotated, ill-conditioned, "
         "multimodal), does CMA-ES whose populations a GP in CMA-ES's own metric "
-        "mostly evaluates (`SurrogateCMAES`) beat lq-CMA-ES, the same pipeline "
-        "with lq-CMA-ES's regression alone, and the batch peers, per evaluation "
-        "and per CPU second? Regenerate with "
+        "mostly evaluates (`SurrogateCMAES`, which predicts with the regression "
+        "alone where that ranks the recent points at least as well) beat "
+        "lq-CMA-ES, the same pipeline with lq-CMA-ES's regression alone, the "
+        "GP throughout, and the batch peers, per evaluation and per CPU second? "
+        "Regenerate with "
         "`python -m benchmarks.surrogate_cma run --setting q1` (and `q100`), then "
         "`python -m benchmarks.surrogate_cma report`. CPU seconds are one "
-        "thread's `time.process_time` of proposing (the objective excluded), "
-        "on a 2-core machine running two cells at a time.",
+        "thread's `time.process_time` of proposing (the objective excluded; "
+        "torch and BLAS on one thread), on a 2-core machine running two cells "
+        "at a time.",
         "",
     ]
     for setting in CHECKPOINTS:
