@@ -113,9 +113,16 @@ CATALOGUE: dict[str, tuple[str, dict[str, Budget]]] = {
         "GSSBO (gradient subset) against the full SingleTaskGP and a random subset",
         {
             "small": Budget("Hartmann-6 and Levy-20 to 40 evaluations", "2 min"),
-            "large": Budget("5 problems to 500, 3 seeds", "2 h"),
-            "interpretations": Budget("Levy-20, 4 subset rules, 5 seeds", "1 h"),
-            "hybrid": Budget("Levy-20, GSS's subset as inducing set", "30 min"),
+            "large": Budget(
+                "Hartmann-6 and Levy-20 to 250, switched at 100, 5 loops, 3 seeds",
+                "1 h",
+            ),
+            "interpretations": Budget(
+                "Levy-20 to 120, 4 subset rules, 5 seeds", "15 min"
+            ),
+            "paper": Budget(
+                "the paper's 5 problems to 1000, 3 seeds (the full GP: 1)", "10-20 h"
+            ),
         },
     ),
     "scale": (

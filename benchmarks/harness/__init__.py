@@ -3,8 +3,8 @@ r"""The benchmarks' BO harness: loops that run models side by side.
 :func:`run_bo` runs one model (any model of this project, or ``SingleTaskGP``,
 described by a :class:`ModelSpec`) through a BO loop on a BoTorch test function
 and records a :class:`BOTrace`; :func:`run_turbo` does the same inside a
-TuRBO-1 trust region; subset triggers (:mod:`.triggers`) decide when a subset GP
-stops growing. User-facing loop helpers live in :mod:`botorch_sketch.bo`.
+TuRBO-1 trust region. User-facing loop helpers live in :mod:`botorch_sketch.bo`
+(GSSBO's subset switch among them: :class:`~botorch_sketch.bo.GSSBOSurrogate`).
 """
 
 from benchmarks.harness.loop import (
@@ -17,19 +17,11 @@ from benchmarks.harness.loop import (
     plot_bo_traces,
     run_bo,
 )
-from benchmarks.harness.triggers import (
-    CountTrigger,
-    SubsetTrigger,
-    TimeTrigger,
-)
 from benchmarks.harness.turbo_loop import TurboTrace, run_turbo
 
 __all__ = [
     "BOTrace",
-    "CountTrigger",
     "ModelSpec",
-    "SubsetTrigger",
-    "TimeTrigger",
     "TurboTrace",
     "build_model",
     "count_evaluations",

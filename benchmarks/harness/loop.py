@@ -11,8 +11,6 @@ iteration, with a progress bar. Benchmarks and tuning scripts reuse it.
 
 from __future__ import annotations
 
-import copy
-import inspect
 import time
 import warnings
 from collections.abc import Callable
@@ -43,7 +41,6 @@ from gpytorch.models import GP
 from torch import Tensor
 from tqdm.auto import tqdm
 
-from benchmarks.harness.triggers import SubsetTrigger
 from botorch_sketch.checks import checked_count
 
 if TYPE_CHECKING:
@@ -59,11 +56,7 @@ class ModelSpec:
     Attributes:
         name: A label for traces and plots.
         model_class: Built as ``model_class(train_X, train_Y, **options)``.
-        options: Constructor options. For classes with ``num_initial`` and
-            ``num_newest`` parameters (``GradientSubsetGP``) the loop fills them
-            with its initial-design size and ``q`` unless given.
-        trigger: Sets the ``subset_size`` option each iteration (None: options as
-            given). A copy is used per run.
+        options: Constructor options.
         factory: Overrides ``model_class``: any ``(train_X, train_Y) -> Model``.
         surrogate: Overrides both: makes, once per run, a callable ``(train_X,
             train_Y) -> fitted model`` that the loop calls each iteration with
@@ -75,7 +68,6 @@ class ModelSpec:
     name: str
     model_class: type[Model] = SingleTaskGP
     options: dict[str, Any] = field(default_factory=dict)
-    trigger: SubsetTrigger | None = None
     factory: Callable[[Tensor, Tensor], Model] | None = None
     surrogate: Callable[[], Callable[[Tensor, Tensor], Model]] | None = None
 
@@ -208,40 +200,20 @@ def make_acquisition(
     )
 
 
-def build_model(
-    spec: ModelSpec,
-    trigger: SubsetTrigger | None,
-    X: Tensor,
-    Y: Tensor,
-    num_initial: int,
-    q: int,
-) -> Model:
+def build_model(spec: ModelSpec, X: Tensor, Y: Tensor) -> Model:
     r"""Build one iteration's model from ``spec``, unfitted.
 
     Args:
         spec: The model (``factory``, else ``model_class`` with ``options``).
-        trigger: Sets the ``subset_size`` option (None: options as given).
         X: All observed inputs, ``n x d``.
         Y: All observations, ``n x 1``.
-        num_initial: The initial design's size, for classes that take
-            ``num_initial`` and are not given it.
-        q: The batch size, for classes that take ``num_newest`` and are not
-            given it.
 
     Returns:
         The model.
     """
     if spec.factory is not None:
         return spec.factory(X, Y)
-    options = dict(spec.options)
-    parameters = inspect.signature(spec.model_class).parameters
-    if "num_initial" in parameters:
-        options.setdefault("num_initial", num_initial)
-    if "num_newest" in parameters:
-        options.setdefault("num_newest", q)
-    if trigger is not None:
-        options["subset_size"] = trigger.subset_size(X.shape[0])
-    return spec.model_class(X, Y, **options)
+    return spec.model_class(X, Y, **spec.options)
 
 
 def fit_model(model: Model, previous: Model | None, fit_kwargs: dict[str, Any]) -> bool:
@@ -345,7 +317,6 @@ def run_bo(
     tkwargs = {"dtype": torch.double, "device": problem.bounds.device}
     bounds = problem.bounds.to(**tkwargs)
     unit = torch.stack([torch.zeros(problem.dim), torch.ones(problem.dim)]).to(bounds)
-    trigger = copy.deepcopy(spec.trigger)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         X = draw_sobol_samples(unit, n=num_initial, q=1, seed=seed).squeeze(1)
@@ -372,7 +343,7 @@ def run_bo(
                 model = surrogate(X, Y)
             else:
                 previous = model if warm_start else None
-                model = build_model(spec, trigger, X, Y, num_initial, q)
+                model = build_model(spec, X, Y)
                 if not fit_model(model, previous, fit_kwargs or {}):
                     trace.fit_failures.append(trace.num_iterations)
             fitted = time.perf_counter()
@@ -396,8 +367,6 @@ def run_bo(
             inputs = getattr(model, "train_inputs", None)
             trace.train_size.append(inputs[0].shape[-2] if inputs else X.shape[0])
             trace.X.append(candidate)
-            if trigger is not None:
-                trigger.observe(X.shape[0], done - start)
             X = torch.cat([X, candidate])
             Y = torch.cat([Y, y])
             bar.set_postfix(

@@ -20,7 +20,6 @@ References:
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import math
 import time
@@ -147,7 +146,6 @@ def run_turbo(
     tkwargs = {"dtype": torch.double, "device": problem.bounds.device}
     bounds = problem.bounds.to(**tkwargs)
     unit = torch.stack([torch.zeros(d), torch.ones(d)]).to(bounds)
-    trigger = copy.deepcopy(spec.trigger)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         X = draw_sobol_samples(unit, n=num_initial, q=1, seed=seed).squeeze(1)
@@ -178,7 +176,7 @@ def run_turbo(
                 length, train_size = math.nan, 0
             else:
                 previous = model if warm_start else None
-                model = build_model(spec, trigger, X, Y, num_initial, batch_size)
+                model = build_model(spec, X, Y)
                 if not fit_model(model, previous, fit_kwargs or {}):
                     trace.fit_failures.append(iteration)
                 fitted = time.perf_counter()
@@ -198,8 +196,6 @@ def run_turbo(
                 length = state.length
                 inputs = getattr(model, "train_inputs", None)
                 train_size = inputs[0].shape[-2] if inputs else X.shape[0]
-                if trigger is not None:
-                    trigger.observe(X.shape[0], done - start)
             x = unnormalize(candidate, bounds)
             y = problem(x).unsqueeze(-1)
             trace.values.extend(problem(x, noise=False).tolist())

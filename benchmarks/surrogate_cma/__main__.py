@@ -7,6 +7,7 @@ cells already written are skipped), then regenerate the report whole::
     python -m benchmarks.surrogate_cma run --setting q100 --dims 20 --instances 2 3
     python -m benchmarks.surrogate_cma run --setting high --instances 2 3
     python -m benchmarks.surrogate_cma report
+    python -m benchmarks.surrogate_cma cpu --dims 10 20  # side by side, one process
 
 ``--functions`` narrows the 24 ``bbob`` functions, ``--workers`` sets the
 processes (default 2), ``--out`` the cells' folder, ``--docs`` where the
@@ -39,7 +40,7 @@ COST = (
 def main(argv: list[str] | None = None) -> None:
     r"""The command line: ``run`` a grid's cells or ``report`` them."""
     parser = argparse.ArgumentParser(prog="python -m benchmarks.surrogate_cma")
-    parser.add_argument("command", choices=("run", "report"))
+    parser.add_argument("command", choices=("run", "report", "cpu"))
     parser.add_argument("--setting", choices=sorted(SETTINGS), default="q1")
     parser.add_argument("--dims", type=int, nargs="+", default=[20])
     parser.add_argument("--instances", type=int, nargs="+", default=[2, 3, 4])
@@ -59,6 +60,16 @@ def main(argv: list[str] | None = None) -> None:
         "--docs", type=Path, default=Path("docs"), help="where the report goes"
     )
     args = parser.parse_args(argv)
+    if args.command == "cpu":
+        from benchmarks.surrogate_cma import cpu
+
+        for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+            os.environ.setdefault(name, "1")  # before NumPy's BLAS starts
+        times = cpu.time_cells(
+            args.dims, list(args.functions), args.instances[0], args.budget or 2000
+        )
+        print(cpu.write(times, args.docs))
+        return
     if args.command == "report":
         from benchmarks.surrogate_cma.report import write_report
 

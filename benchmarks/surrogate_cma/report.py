@@ -314,7 +314,9 @@ def write_report(folder: Path, docs: Path) -> Path:
         "`python -m benchmarks.surrogate_cma report`. CPU seconds are one "
         "thread's `time.process_time` of proposing (the objective excluded; "
         "torch and BLAS on one thread), on a 2-core machine running two cells "
-        "at a time.",
+        "at a time; they move with the machine's load, and a method's cells ran "
+        "together, so CPU compares best in "
+        "[the methods timed side by side in one process](surrogate-cma-cpu.md).",
         "",
     ]
     for setting in CHECKPOINTS:

@@ -26,11 +26,12 @@ runs that loop through ask/tell, with three changes:
   (``kappa``: the lowest ``mean - kappa * sd`` first). ``residual=False`` is
   the regression alone, scored in-sample, as lq-CMA-ES does;
 - **the GP or the regression, whichever ranks better** (``select=True``, the
-  default): at each refit, the GP's leave-one-out means and the regression's
-  in-sample values rank the last two populations' observations; where the
-  regression's Kendall tau is at least the GP's, the regression predicts
-  alone (the regression is in-sample in both scores, so the comparison says
-  what the GP's residual adds).
+  default): at each population's first fit, the GP's leave-one-out means and
+  the regression's in-sample values rank the last two populations'
+  observations; where the regression's Kendall tau is at least the GP's, the
+  regression predicts alone for the whole population (the regression is
+  in-sample in both scores, so the comparison says what the GP's residual
+  adds; the regression is still refitted at each increment).
 
 CMA-ES is told the true value of every evaluated point and the model's mean
 only where no true value exists (and in the model's own generations); a failed
@@ -198,7 +199,8 @@ class SurrogateCMAES(CMASearch):
         self.evaluated_share: list[float] = []
         #: Batched: the generations CMA-ES ran on the model before each batch.
         self.model_generations: list[int] = []
-        #: At each refit with data: whether the GP (not the regression) predicted.
+        #: At each refit with data: whether the GP (not the regression) predicted
+        #: (one choice a population, made at its first fit).
         self.model_choices: list[bool] = []
         self.last_ask = AskRecord()
         self._log: list[tuple[str, Any]] = []
@@ -323,13 +325,9 @@ class SurrogateCMAES(CMASearch):
         g = self._generation
         model = None
         X = g["X"]
-        # The regression is refitted at each increment, as lq-CMA-ES's is, by
-        # QR (its pseudo-inverse is the larger cost).
-        if self._trend_count != (self.trend.count, len(self.trend.types)):
-            self._trend = Trend.fit(self.trend)
-            self._trend_count = (self.trend.count, len(self.trend.types))
-        g["trend"] = g["predict"] = self._trend
-        if self.residual and self.train_X.shape[0] >= 3:
+        self._refit_trend()
+        g["predict"] = g["trend"]
+        if self.residual and self.train_X.shape[0] >= 3 and g.get("gp", True):
             if "metric" not in g:  # CMA-ES's distribution, fixed until told
                 g["metric"] = search_metric(self.es)
             mean, root = g["metric"]
@@ -343,16 +341,28 @@ class SurrogateCMAES(CMASearch):
                 hyperparameters=g["hyperparameters"],
             )
             g["hyperparameters"] = self._hyperparameters = model.hyperparameters
-            if self.select and self._prefers_trend(model, g["trend"]):
+            if self.select and "gp" not in g:
+                # The population's first fit chooses for all of its increments.
+                g["gp"] = not self._prefers_trend(model, g["trend"])
+            if not g.get("gp", True):
                 model = None
             else:
                 g["predict"] = lambda Z: model.predict(Z)[0]
+        if self.residual and self.train_X.shape[0] >= 3:
             self.model_choices.append(model is not None)
         if model is None:
             g["mean"], g["sd"] = g["predict"](X), torch.zeros(len(X))
         else:
             g["mean"], g["sd"] = model.predict(X)
         g["model"] = model
+
+    def _refit_trend(self) -> None:
+        # The regression is refitted at each increment, as lq-CMA-ES's is, by
+        # QR (its pseudo-inverse is the larger cost).
+        if self._trend_count != (self.trend.count, len(self.trend.types)):
+            self._trend = Trend.fit(self.trend)
+            self._trend_count = (self.trend.count, len(self.trend.types))
+        self._generation["trend"] = self._trend
 
     def _prefers_trend(self, model: WhitenedResidualGP, trend: Trend) -> bool:
         # The regression alone ranks the recent observations at least as well
@@ -432,9 +442,11 @@ class SurrogateCMAES(CMASearch):
         g = self._generation
         told = int((g["state"] == 2).sum())
         self.trend.sort(told)
-        self._refresh()
         size = g["X"].shape[0]
         if self.batched:
+            # The batch is all evaluated: only the regression's optimum (to
+            # inject) needs the new data; the GP is refitted at the next ask.
+            self._refit_trend()
             # The model's predictions of this batch, made before it was
             # evaluated, against the truth: how far to trust the next steps.
             F, predicted = g["F"], g["predicted"]
@@ -449,6 +461,7 @@ class SurrogateCMAES(CMASearch):
             )
             self._finish(tau, 1.0)
             return
+        self._refresh()
         tau = self._tau(max(15, min(int(1.2 * told), int(0.75 * size))))
         if tau >= self.tau_threshold or told >= size:
             self._finish(tau, told / size)

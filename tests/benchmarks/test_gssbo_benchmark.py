@@ -1,4 +1,4 @@
-import warnings
+import math
 
 import pytest
 import torch
@@ -7,112 +7,106 @@ from benchmarks import gssbo
 from benchmarks.__main__ import main
 
 
-@pytest.mark.slow
-def test_gssbo_benchmark_runs_and_reports_ratios(monkeypatch, tmp_path):
-    tiny = gssbo.Budget(
-        ["Hartmann-6"],
-        5,
-        [0],
-        subset_size=8,
-        num_initial=5,
-        maxiter=20,
-        num_restarts=2,
-        raw_samples=32,
+def _row(method: str, regret: list[list[float]], seconds: list[list[float]]):
+    return gssbo.Row(
+        problem="P",
+        method=method,
+        seeds=list(range(len(regret))),
+        regret=torch.tensor(regret, dtype=torch.double),
+        seconds=torch.tensor(seconds, dtype=torch.double),
+        switch=None if method == "full" else 3,
+        improvements=[0] * len(regret),
     )
-    monkeypatch.setitem(gssbo.BUDGETS, "tiny", tiny)
-    rows = gssbo.run("tiny")
-    assert [r.method for r in rows] == [gssbo.FULL, gssbo.GSS, gssbo.RANDOM]
-    full, gss, rand = rows
-    # The subset methods fit on 8 of the observations after the switch.
-    assert full.traces[0].train_size == [5, 6, 7, 8, 9]
-    assert gss.traces[0].train_size == [5, 6, 7, 8, 8]
-    assert rand.traces[0].train_size == [5, 6, 7, 8, 8]
-    text = gssbo.render(rows, "test machine")
-    line = next(
-        x for x in text.splitlines() if x.startswith(f"| Hartmann-6 | {gssbo.RANDOM}")
+
+
+def test_the_report_measures_what_each_subset_kept_of_the_full_gps_gain():
+    # 5 evaluations, switched at 2 (the regret after 2, then after 5).
+    full = _row("full", [[9, 8, 6, 4, 2], [9, 8, 8, 6, 4]], [[1, 2, 3], [1, 2, 5]])
+    gss = _row("gssbo", [[9, 8, 8, 7, 7], [9, 8, 8, 8, 4]], [[1, 1, 2], [1, 1, 2]])
+    rnd = _row("rssbo", [[9, 8, 8, 8, 8], [9, 8, 8, 8, 8]], [[1, 1, 1], [1, 1, 1]])
+    # The full GP's mean regret fell from 8 to 3; GSSBO's from 8 to 5.5.
+    assert gssbo.improvement_share(gss, full, 2) == pytest.approx(2.5 / 5)
+    assert gssbo.improvement_share(rnd, full, 2) == 0.0
+    flat = _row("full", [[9, 8, 8, 8, 8]], [[1, 1, 1]])
+    assert math.isnan(gssbo.improvement_share(gss, flat, 2))
+    text = gssbo.render([full, gss, rnd], "test machine", switch_at=2)
+    line = next(x for x in text.splitlines() if x.startswith("| P | GSSBO"))
+    cells = [c.strip() for c in line.split("|")[1:-1]]
+    assert cells[3:5] == ["8", "5.5"]
+    assert cells[6] == "0.50"  # kept improving
+    assert cells[7] == f"{5.5 / 3:.3g}"  # final regret / the full GP's
+    assert cells[8] == f"{5.5 / 8:.3g}"  # / RSSBO's
+    assert cells[9] == f"{2 / 4:.3g}"  # time: 2 s against the full GP's 4
+    full_line = next(x for x in text.splitlines() if x.startswith("| P | Single"))
+    assert [c.strip() for c in full_line.split("|")[1:-1]][6] == "-"
+    assert "test machine" in text
+
+
+def test_the_local_method_fills_all_but_one_free_place_with_neighbours(monkeypatch):
+    seen = {}
+
+    def fake_run_gssbo(problem, bounds, **kwargs):
+        seen.update(kwargs)
+        raise RuntimeError("stop")
+
+    monkeypatch.setattr("botorch_sketch.bo.run_gssbo", fake_run_gssbo)
+    budget = gssbo.Budget(["Hartmann-6"], 12, [0], switch_at=10, num_initial=5)
+    with pytest.raises(RuntimeError, match="stop"):
+        gssbo.run_cell(budget, ("Hartmann-6", "local", 0))
+    # 10 places: 5 of the design, the newest, the best, 2 neighbours, 1 chosen.
+    assert seen["num_neighbours"] == 2 and seen["switch_at"] == 10
+    with pytest.raises(RuntimeError, match="stop"):
+        gssbo.run_cell(budget, ("Hartmann-6", "full", 0))
+    assert seen["switch_at"] == 13  # never switches
+    assert seen["num_neighbours"] == budget.num_neighbours
+
+
+def test_cells_give_the_full_gp_its_own_seeds():
+    budget = gssbo.Budget(
+        ["Levy-20", "Hartmann-6"],
+        50,
+        [0, 1, 2],
+        switch_at=30,
+        methods=["full", "gssbo"],
+        full_seeds=[0],
     )
-    # RSSBO against itself.
-    assert line.split("|")[6].strip() in ("1.000", "1 (both 0)")
-    assert "test machine" in text and gssbo.FULL not in text.split("Absolute")[0]
-    paths = gssbo.plot(rows, str(tmp_path / "g"))
-    assert len(paths) == 1 and (tmp_path / "g-Hartmann-6.png").stat().st_size > 0
+    cells = gssbo.cells(budget)
+    assert len(cells) == 2 * (1 + 3)
+    assert [c for c in cells if c[1] == "full"] == [
+        ("Levy-20", "full", 0),
+        ("Hartmann-6", "full", 0),
+    ]
 
 
 @pytest.mark.slow
-def test_the_interpretations_run_and_compare_against_random(monkeypatch):
-    methods = gssbo.BUDGETS["interpretations"].methods
-    assert methods == [gssbo.GSS, gssbo.GSS_HYPER, gssbo.GREEDY, gssbo.RANDOM]
+def test_the_grid_runs_writes_each_cell_and_resumes(tmp_path, monkeypatch):
     tiny = gssbo.Budget(
         ["Hartmann-6"],
-        4,
+        9,
         [0],
-        subset_size=7,
-        num_initial=5,
-        maxiter=20,
+        switch_at=7,
+        num_initial=4,
+        num_neighbours=0,
+        maxiter=10,
         num_restarts=1,
         raw_samples=16,
-        methods=methods,
+        methods=["full", "gssbo", "rssbo"],
     )
     monkeypatch.setitem(gssbo.BUDGETS, "tiny", tiny)
-    rows = gssbo.run("tiny")
-    assert [r.method for r in rows] == methods
-    for row in rows:
-        assert row.traces[0].train_size == [5, 6, 7, 7]
-    # No full GP in this budget: its ratios are left blank, random's are given.
-    line = next(
-        x
-        for x in gssbo.render(rows, "m").splitlines()
-        if x.startswith(f"| Hartmann-6 | {gssbo.GSS_HYPER}")
-    )
-    cells = [c.strip() for c in line.split("|")]
-    assert cells[3] == "-" and cells[6] != "-"
+    rows = gssbo.run("tiny", folder=tmp_path, workers=2)
+    assert [r.method for r in rows] == ["full", "gssbo", "rssbo"]
+    assert all(r.regret.shape == (1, 9) for r in rows)
+    assert rows[0].switch is None and rows[1].switch == 8
+    files = sorted(tmp_path.glob("*.json"))
+    assert len(files) == 3
+    stamps = [f.stat().st_mtime_ns for f in files]
+    again = gssbo.run("tiny", folder=tmp_path, workers=2)  # nothing to run
+    assert [f.stat().st_mtime_ns for f in files] == stamps
+    assert torch.equal(again[1].regret, rows[1].regret)
+    paths = gssbo.plot(rows, str(tmp_path / "g"))
+    assert (tmp_path / "g-Hartmann-6.png").stat().st_size > 0 and len(paths) == 1
 
 
 def test_an_extra_budget_belongs_to_its_benchmark():
     with pytest.raises(SystemExit):
-        main(["bo", "--budget", "interpretations"])
-
-
-@pytest.mark.slow
-def test_the_hybrid_row_keeps_the_gss_subset_and_every_observation(monkeypatch):
-    tiny = gssbo.Budget(
-        ["Hartmann-6"],
-        4,
-        [0],
-        subset_size=7,
-        num_initial=5,
-        maxiter=20,
-        num_restarts=1,
-        raw_samples=16,
-        methods=[gssbo.GSS, gssbo.RANDOM, gssbo.HYBRID],
-    )
-    monkeypatch.setitem(gssbo.BUDGETS, "tiny", tiny)
-    rows = gssbo.run("tiny")
-    assert [r.method for r in rows] == tiny.methods
-    # The subset GPs fit on 7 points; the hybrid's likelihood sees them all.
-    assert rows[0].traces[0].train_size == [5, 6, 7, 7]
-    assert rows[2].traces[0].train_size == [5, 6, 7, 8]
-
-
-def test_the_hybrid_inducing_set_is_the_subset_and_its_fit_is_warm_started():
-    torch.manual_seed(0)
-    budget = gssbo.Budget(["Hartmann-6"], 1, [0], subset_size=6, num_initial=3)
-    hybrid = gssbo.WarmHybrid(budget)
-    X = torch.rand(12, 2, dtype=torch.float64)
-    Y = torch.sin(6 * X).sum(-1, keepdim=True)
-    model = hybrid(X, Y)
-    subset = hybrid.previous
-    assert torch.equal(model.inducing_points, X[subset.subset_indices])
-    assert model.train_X.shape[0] == 12
-    fitted = subset.covar_module.lengthscale.detach().clone()
-    cold = gssbo.GradientSubsetGP(X, Y).covar_module.lengthscale.detach()
-    assert not torch.allclose(cold, fitted, rtol=0.05)
-    # (Almost) no optimiser steps: a warm-started fit stays at the previous fit.
-    hybrid.budget = gssbo.Budget(
-        ["Hartmann-6"], 1, [0], subset_size=6, num_initial=3, maxiter=0
-    )
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        hybrid(torch.cat([X, X[:1] * 0.5]), torch.cat([Y, Y[:1]]))
-    assert torch.allclose(hybrid.previous.covar_module.lengthscale, fitted, rtol=0.05)
-    assert hybrid.previous is not subset
+        main(["bo", "--budget", "paper"])

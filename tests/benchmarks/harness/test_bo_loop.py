@@ -4,14 +4,9 @@ from botorch.exceptions.errors import InputDataError
 from botorch.models import SingleTaskGP
 from botorch.test_functions import Branin, Hartmann
 
-from benchmarks.harness import (
-    CountTrigger,
-    ModelSpec,
-    TimeTrigger,
-    plot_bo_traces,
-    run_bo,
-)
-from botorch_sketch import GradientSubsetGP, NystromGP, RandomSubset
+from benchmarks.harness import ModelSpec, plot_bo_traces, run_bo
+from botorch_sketch import NystromGP
+from botorch_sketch.bo import GSSBOSurrogate
 
 FAST = {"num_restarts": 2, "raw_samples": 32, "progress": False}
 
@@ -44,13 +39,18 @@ def test_acquisitions_with_batches(acquisition):
 
 
 @pytest.mark.slow
-def test_subset_model_switches_at_the_trigger_and_stays_at_m():
+def test_a_subset_surrogate_switches_at_m_and_stays_there():
     f = Hartmann(dim=3, negate=True)
     spec = ModelSpec(
         "gss",
-        GradientSubsetGP,
-        {"subset_rule": RandomSubset()},
-        trigger=CountTrigger(10),
+        surrogate=lambda: GSSBOSurrogate(
+            num_initial=6,
+            switch_at=10,
+            subset_rule="random",
+            num_best=0,
+            num_neighbours=0,
+            num_newest=2,
+        ),
     )
     trace = run_bo(f, spec, iterations=6, num_initial=6, q=2, **FAST)
     # 6, 8, 10 observations are fitted whole; from 12 on, 10 of them.
@@ -62,23 +62,6 @@ def test_runs_project_models():
     spec = ModelSpec("nystrom", NystromGP)
     trace = run_bo(f, spec, iterations=2, num_initial=8, **FAST)
     assert trace.num_iterations == 2
-
-
-def test_time_trigger_fires_once_at_the_factor():
-    trigger = TimeTrigger(factor=4.0, warmup=2)
-    for n, seconds in [(10, 1.0), (11, 1.0), (12, 3.9), (13, 4.5), (14, 100.0)]:
-        assert trigger.subset_size(n) is None or n > 13
-        trigger.observe(n, seconds)
-    assert trigger.subset_size(20) == 13
-    with pytest.raises(InputDataError, match="factor"):
-        TimeTrigger(factor=1.0)
-
-
-def test_count_trigger():
-    trigger = CountTrigger(50, switch_at=80)
-    assert trigger.subset_size(80) is None and trigger.subset_size(81) == 50
-    with pytest.raises(InputDataError, match="switch_at"):
-        CountTrigger(50, switch_at=10)
 
 
 def test_bad_arguments_and_plot(tmp_path):
