@@ -114,7 +114,7 @@ CATALOGUE: dict[str, tuple[str, dict[str, Budget]]] = {
         {
             "small": Budget("Hartmann-6 and Levy-20 to 40 evaluations", "2 min"),
             "large": Budget(
-                "Hartmann-6 and Levy-20 to 250, switched at 100, 5 loops, 3 seeds",
+                "Hartmann-6 and Levy-20 to 250, switched at 100, 6 loops, 3 seeds",
                 "1 h",
             ),
             "interpretations": Budget(

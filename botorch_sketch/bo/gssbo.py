@@ -24,10 +24,15 @@ feature:
 Departures from the paper, all options (why, with the measurements: the guide
 page *Subset-of-data GPs*, "Running GSSBO"):
 
-- ``num_best=1``, ``num_neighbours=20``: the incumbent and its nearest
-  neighbours (kernel geometry) are forced into the subset. Without the
-  observations that hold the full GP's posterior mean down away from the
-  incumbent, the subset GP's acquisition chases optima far from it;
+- ``num_best=1``, ``num_neighbours=None``: the incumbent and its nearest
+  neighbours (kernel geometry) fill the subset's free places (those the
+  design and the newest batch leave) but one, which the rule fills. A
+  gradient-diverse or random subset holds few observations near the
+  incumbent; its GP's acquisition then proposes far from it and the loop
+  stops improving, where the full GP's proposals stay near the incumbent and
+  keep improving. With the neighbourhood the subset GP proposes as the full
+  GP does (the guide's measurements). The rule then chooses almost nothing:
+  set ``num_neighbours`` lower to give it places;
 - ``region_length=0.2``: after the switch the acquisition is maximised in a
   box around the incumbent shaped by the lengthscales, where the subset GP
   holds its data (:meth:`GSSBOSurrogate.search_bounds`);
@@ -170,7 +175,7 @@ class GSSBOSurrogate:
     subset, i.e. ``SingleTaskGP``); from the switch on, an exact GP on ``M`` of
     them, rebuilt every call: the first ``num_initial``, the newest batch (the
     rows added since the previous call), the best observation and its
-    ``num_neighbours`` nearest neighbours, and the rest chosen by
+    nearest neighbours (``num_neighbours``), and the rest chosen by
     ``subset_rule`` from the previous fit's hyperparameters. Every fit starts
     from the previous call's hyperparameters (``warm_start``).
 
@@ -207,7 +212,7 @@ class GSSBOSurrogate:
         gradient: GradientFunction | None = None,
         noise_std: float = 0.1,
         num_best: int = 1,
-        num_neighbours: int = 20,
+        num_neighbours: int | None = None,
         num_newest: int = 1,
         posterior: str = "subset",
         warm_start: bool = True,
@@ -242,7 +247,9 @@ class GSSBOSurrogate:
             num_best: The best ``num_best`` observations are in every subset (0
                 and ``num_neighbours=0``: GSSBO as published).
             num_neighbours: The observations nearest to the best one, in the
-                kernel's geometry, in every subset (see the module docstring).
+                kernel's geometry, in every subset; None: every place the
+                design, the newest batch and the ``num_best`` leave but one
+                (see the module docstring).
             num_newest: The newest rows forced in when a call's data do not
                 extend the previous call's (otherwise the rows added since
                 then are the newest batch).
@@ -267,7 +274,9 @@ class GSSBOSurrogate:
             raise InputDataError(f"time_factor must exceed 1, got {time_factor}.")
         self.warmup = checked_count(warmup, "warmup")
         self.num_best = checked_count(num_best, "num_best", minimum=0)
-        self.num_neighbours = checked_count(num_neighbours, "num_neighbours", 0)
+        self.num_neighbours = checked_optional_count(
+            num_neighbours, "num_neighbours", minimum=0
+        )
         self.num_newest = checked_count(num_newest, "num_newest", minimum=0)
         if posterior not in POSTERIORS:
             raise InputDataError(
@@ -312,13 +321,24 @@ class GSSBOSurrogate:
         )
 
     def _check_size(self, size: int, newest: int, name: str) -> None:
-        forced = self.num_initial + newest + self.num_best + self.num_neighbours
+        neighbours = self.num_neighbours or 0  # None: a share of what is left
+        forced = self.num_initial + newest + self.num_best + neighbours
         if size <= forced:
             raise InputDataError(
                 f"{name} ({size}) must exceed the forced members: num_initial + "
                 f"newest batch + num_best + num_neighbours ({self.num_initial} + "
-                f"{newest} + {self.num_best} + {self.num_neighbours} = {forced})."
+                f"{newest} + {self.num_best} + {neighbours} = {forced})."
             )
+
+    def neighbours_for(self, size: int, newest: int) -> int:
+        r"""The incumbent's neighbours in a subset of ``size`` with ``newest`` rows.
+
+        ``num_neighbours``, or (None) every place the design, the newest batch
+        and the ``num_best`` leave but one, which the rule fills.
+        """
+        if self.num_neighbours is not None:
+            return self.num_neighbours
+        return max(0, size - self.num_initial - newest - self.num_best - 1)
 
     @property
     def switched(self) -> bool:
@@ -427,7 +447,7 @@ class GSSBOSurrogate:
             gradient=self.gradient,
             fit_rounds=1 if warm else 2,
             num_best=self.num_best,
-            num_neighbours=self.num_neighbours,
+            num_neighbours=0 if size is None else self.neighbours_for(size, newest),
         )
         if warm:
             state = dict(self.model.named_parameters())
@@ -579,7 +599,7 @@ class GSSBO(TorchStream):
         subset_size: int | None = None,
         time_factor: float = 4.0,
         subset_rule: str | SelectionRule = "gradient",
-        num_neighbours: int = 20,
+        num_neighbours: int | None = None,
         num_best: int = 1,
         posterior: str = "subset",
         region_length: float | None = 0.2,
@@ -605,7 +625,8 @@ class GSSBO(TorchStream):
             subset_rule: ``"gradient"``, ``"random"``, ``"greedy"`` or a
                 ``SelectionRule``.
             num_neighbours: The incumbent's nearest neighbours forced into the
-                subset (0 with ``num_best=0``: as published).
+                subset (None: every free place but one; 0 with
+                ``num_best=0``: as published).
             num_best: The best observations forced into the subset.
             posterior: ``"subset"`` or ``"dtc"``.
             region_length: After the switch the acquisition is maximised in a
@@ -781,7 +802,7 @@ def run_gssbo(
     subset_size: int | None = None,
     time_factor: float = 4.0,
     subset_rule: str | SelectionRule = "gradient",
-    num_neighbours: int = 20,
+    num_neighbours: int | None = None,
     num_best: int = 1,
     posterior: str = "subset",
     region_length: float | None = 0.2,
@@ -810,7 +831,8 @@ def run_gssbo(
         subset_size: ``M``.
         time_factor: ``Z``.
         subset_rule: The subset rule.
-        num_neighbours: The incumbent's neighbours forced into the subset.
+        num_neighbours: The incumbent's neighbours forced into the subset
+            (None: every free place but one).
         num_best: The best observations forced into the subset.
         posterior: ``"subset"`` or ``"dtc"``.
         region_length: The side of the search box around the incumbent after

@@ -23,7 +23,7 @@ def test_the_report_measures_what_each_subset_kept_of_the_full_gps_gain():
     # 5 evaluations, switched at 2 (the regret after 2, then after 5).
     full = _row("full", [[9, 8, 6, 4, 2], [9, 8, 8, 6, 4]], [[1, 2, 3], [1, 2, 5]])
     gss = _row("gssbo", [[9, 8, 8, 7, 7], [9, 8, 8, 8, 4]], [[1, 1, 2], [1, 1, 2]])
-    rnd = _row("rssbo", [[9, 8, 8, 8, 8], [9, 8, 8, 8, 8]], [[1, 1, 1], [1, 1, 1]])
+    rnd = _row("rssbo-75", [[9, 8, 8, 8, 8], [9, 8, 8, 8, 8]], [[1, 1, 1], [1, 1, 1]])
     # The full GP's mean regret fell from 8 to 3; GSSBO's from 8 to 5.5.
     assert gssbo.improvement_share(gss, full, 2) == pytest.approx(2.5 / 5)
     assert gssbo.improvement_share(rnd, full, 2) == 0.0
@@ -42,7 +42,7 @@ def test_the_report_measures_what_each_subset_kept_of_the_full_gps_gain():
     assert "test machine" in text
 
 
-def test_the_local_method_fills_all_but_one_free_place_with_neighbours(monkeypatch):
+def test_three_quarters_of_the_free_places_go_to_neighbours(monkeypatch):
     seen = {}
 
     def fake_run_gssbo(problem, bounds, **kwargs):
@@ -50,15 +50,18 @@ def test_the_local_method_fills_all_but_one_free_place_with_neighbours(monkeypat
         raise RuntimeError("stop")
 
     monkeypatch.setattr("botorch_sketch.bo.run_gssbo", fake_run_gssbo)
-    budget = gssbo.Budget(["Hartmann-6"], 12, [0], switch_at=10, num_initial=5)
+    budget = gssbo.Budget(["Hartmann-6"], 30, [0], switch_at=25, num_initial=5)
     with pytest.raises(RuntimeError, match="stop"):
-        gssbo.run_cell(budget, ("Hartmann-6", "local", 0))
-    # 10 places: 5 of the design, the newest, the best, 2 neighbours, 1 chosen.
-    assert seen["num_neighbours"] == 2 and seen["switch_at"] == 10
+        gssbo.run_cell(budget, ("Hartmann-6", "rssbo-75", 0))
+    # 25 places: 5 of the design, the newest, the best; of the 18 left, 13
+    # neighbours and 5 for the rule.
+    assert seen["num_neighbours"] == 13 and seen["subset_rule"] == "random"
+    assert seen["switch_at"] == 25
+    seen.clear()
     with pytest.raises(RuntimeError, match="stop"):
         gssbo.run_cell(budget, ("Hartmann-6", "full", 0))
-    assert seen["switch_at"] == 13  # never switches
-    assert seen["num_neighbours"] == budget.num_neighbours
+    assert seen["switch_at"] == 31  # never switches
+    assert "num_neighbours" not in seen  # the library's default
 
 
 def test_cells_give_the_full_gp_its_own_seeds():
@@ -90,11 +93,11 @@ def test_the_grid_runs_writes_each_cell_and_resumes(tmp_path, monkeypatch):
         maxiter=10,
         num_restarts=1,
         raw_samples=16,
-        methods=["full", "gssbo", "rssbo"],
+        methods=["full", "gssbo", "rssbo-75"],
     )
     monkeypatch.setitem(gssbo.BUDGETS, "tiny", tiny)
     rows = gssbo.run("tiny", folder=tmp_path, workers=2)
-    assert [r.method for r in rows] == ["full", "gssbo", "rssbo"]
+    assert [r.method for r in rows] == ["full", "gssbo", "rssbo-75"]
     assert all(r.regret.shape == (1, 9) for r in rows)
     assert rows[0].switch is None and rows[1].switch == 8
     files = sorted(tmp_path.glob("*.json"))

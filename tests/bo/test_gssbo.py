@@ -100,6 +100,27 @@ def test_forced_members_are_always_in_the_subset():
         assert forced == list(dict.fromkeys(expected))
 
 
+def test_by_default_the_neighbours_fill_every_free_place_but_one():
+    X, Y = _data(30, d=3)
+    surrogate = _surrogate(num_initial=6, switch_at=20, num_neighbours=None)
+    surrogate(X[:20], Y[:20])
+    # 20 places: 6 of the design, 2 newest, the best; of the 11 left, 10 are
+    # the best's nearest neighbours and 1 is the rule's.
+    assert surrogate.neighbours_for(20, 2) == 10
+    assert surrogate.neighbours_for(20, 1) == 11
+    lengthscale = surrogate.model.covar_module.lengthscale.detach().clone()
+    model = surrogate(X[:22], Y[:22])
+    best = int(Y[:22].argmax())
+    distance = ((X[:22] - X[best]) / lengthscale).norm(dim=-1)
+    distance[best] = float("inf")
+    neighbours = distance.argsort()[:10].tolist()
+    expected = [0, 1, 2, 3, 4, 5, 20, 21, best, *neighbours]
+    assert model.selection_forced.tolist() == list(dict.fromkeys(expected))
+    assert GSSBOSurrogate(num_initial=5).num_neighbours is None
+    with pytest.raises(InputDataError, match="switch_at"):
+        GSSBOSurrogate(num_initial=18, switch_at=20)  # no free place left
+
+
 def test_neighbours_are_nearest_in_the_kernel_geometry():
     X, Y = _data(30, d=2)
     model = GradientSubsetGP(X, Y, subset_size=12, num_neighbours=3)

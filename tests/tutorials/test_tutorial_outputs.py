@@ -77,8 +77,8 @@ COMPARISONS = [
     (
         "gssbo",
         "BO loop seconds",
-        r"GSSBO\s+simple regret [\d.]+,\s+([\d.]+) s",
-        r"SingleTaskGP simple regret [\d.]+,\s+([\d.]+) s",
+        r"GSSBO\s+\d+ evaluations, best [-\d.]+, .*, ([\d.]+) CPU s",
+        r"SingleTaskGP\s+\d+ evaluations, best [-\d.]+, .*, ([\d.]+) CPU s",
     ),
 ]
 
