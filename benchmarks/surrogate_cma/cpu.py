@@ -61,7 +61,8 @@ def render(times: dict[tuple[str, int, int], float], methods=METHODS) -> str:
         "proposing CPU (`time.process_time`, the objective excluded) per "
         "evaluation. Absolute figures move with the machine's load; the ratios "
         "compare like with like. Regenerate with "
-        "`python -m benchmarks.surrogate_cma cpu --functions 2 5 8 10 12 15 18 21`.",
+        "`python -m benchmarks.surrogate_cma cpu --dims 10 20 "
+        "--functions 2 5 8 10 12 15 18 21`.",
         "",
         "| method | d | median ms per evaluation | geometric mean of "
         f"{NAMES[first]}'s / the method's, cell by cell | cells |",

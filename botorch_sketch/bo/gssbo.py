@@ -321,7 +321,7 @@ class GSSBOSurrogate:
         )
 
     def _check_size(self, size: int, newest: int, name: str) -> None:
-        neighbours = self.num_neighbours or 0  # None: a share of what is left
+        neighbours = self.num_neighbours or 0  # None: what is left but one
         forced = self.num_initial + newest + self.num_best + neighbours
         if size <= forced:
             raise InputDataError(
