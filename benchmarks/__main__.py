@@ -38,6 +38,7 @@ from benchmarks import (
     demo,
     fantasies,
     gssbo,
+    gssbo_cost,
     inference,
     iteration,
     large_batch,
@@ -100,6 +101,11 @@ def _gssbo(budget: str, stem: str, workers: int = 2) -> tuple[str, list[str]]:
     # The cells' records go to benchmark-results/gssbo-BUDGET (resumable).
     rows = gssbo.run(budget, workers=workers)
     return gssbo.render(rows, machine(1)), gssbo.plot(rows, stem)
+
+
+def _gssbo_cost(budget: str, stem: str) -> tuple[str, list[str]]:
+    spec, rows = gssbo_cost.run(budget)
+    return gssbo_cost.render(spec, rows, machine(1)), []
 
 
 def _bo(budget: str, stem: str) -> tuple[str, list[str]]:
@@ -170,6 +176,7 @@ BENCHMARKS: dict[str, tuple[str, Callable[[str, str], tuple[str, list[str]]]]] =
     "iteration": ("One BO iteration: fit + optimize_acqf, medians", _iteration),
     "default-fit": ("The default NystromGP fit against SingleTaskGP", _default_fit),
     "gssbo": ("GSSBO against the full SingleTaskGP and a random subset", _gssbo),
+    "gssbo-cost": ("One GSSBO iteration against the full GP's, by size", _gssbo_cost),
     "scale": ("NystromGP up to a million observations", _scale),
     "throughput": ("The posterior over many candidates against matmul", _throughput),
     "fantasies": ("Fantasies by Woodbury steps against refactorising", _fantasies),

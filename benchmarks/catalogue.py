@@ -125,6 +125,17 @@ CATALOGUE: dict[str, tuple[str, dict[str, Budget]]] = {
             ),
         },
     ),
+    "gssbo-cost": (
+        "One GSSBO iteration against the full GP's at n observations; the "
+        "cumulative time to 1000 estimated from them",
+        {
+            "small": Budget("Hartmann-6 at n = 30 and 60, one data set", "1 min"),
+            "large": Budget(
+                "Powell-50 and Rastrigin-100 at n = 100 to 1000, 3 data sets",
+                "20-40 min",
+            ),
+        },
+    ),
     "scale": (
         "NystromGP at up to a million observations: each part of an iteration",
         {
@@ -207,6 +218,7 @@ QUESTIONS: dict[str, str] = {
     "scale": "What does NystromGP cost up to a million points, and SVGP?",
     "throughput": "How fast is the posterior over many candidates?",
     "gssbo": "Does GSSBO keep up with the full GP and a random subset?",
+    "gssbo-cost": "How much cheaper is a GSSBO iteration than the full GP's?",
     "bandits": "Does BKB keep up with exact GP-UCB?",
     "linear": "Does fLinUCB-GD keep up with LinUCB?",
     "contextual": "Does EK-UCB keep up with KernelUCB, CBKB and CBBKB?",
