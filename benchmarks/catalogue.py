@@ -120,6 +120,11 @@ CATALOGUE: dict[str, tuple[str, dict[str, Budget]]] = {
             "interpretations": Budget(
                 "Levy-20 to 120, 4 subset rules, 5 seeds", "15 min"
             ),
+            "long": Budget(
+                "Rastrigin-100 to 750, switched at 100, 3 loops with 3 seeds "
+                "and the full GP with 1",
+                "1-1.5 h",
+            ),
             "paper": Budget(
                 "the paper's 5 problems to 1000, 3 seeds (the full GP: 1)", "10-20 h"
             ),

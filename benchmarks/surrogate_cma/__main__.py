@@ -7,7 +7,7 @@ cells already written are skipped), then regenerate the report whole::
     python -m benchmarks.surrogate_cma run --setting q100 --dims 20 --instances 2 3
     python -m benchmarks.surrogate_cma run --setting high --instances 2 3
     python -m benchmarks.surrogate_cma report
-    python -m benchmarks.surrogate_cma cpu --dims 10 20  # side by side, one process
+    python -m benchmarks.surrogate_cma cpu --dims 5 10 20  # side by side, one process
 
 ``--functions`` narrows the 24 ``bbob`` functions, ``--workers`` sets the
 processes (default 2), ``--out`` the cells' folder, ``--docs`` where the

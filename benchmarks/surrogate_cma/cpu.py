@@ -7,7 +7,7 @@ single-threaded process, in turn (the order rotated from cell to cell), so the
 ratios compare like with like. Each method first runs a short warm-up cell
 (imports and first calls are not counted).
 
-``python -m benchmarks.surrogate_cma cpu --dims 10 20`` writes
+``python -m benchmarks.surrogate_cma cpu --dims 5 10 20`` writes
 ``docs/surrogate-cma-cpu.md``.
 """
 
@@ -52,6 +52,13 @@ def time_cells(
 def render(times: dict[tuple[str, int, int], float], methods=METHODS) -> str:
     r"""Markdown: medians per method and dimension, and paired ratios."""
     dims = sorted({d for _, d, _ in times})
+    functions = sorted({f for _, _, f in times})
+    command = (
+        "python -m benchmarks.surrogate_cma cpu --dims "
+        + " ".join(map(str, dims))
+        + " --functions "
+        + " ".join(map(str, functions))
+    )
     first = methods[0]
     lines = [
         "# Proposing CPU of `SurrogateCMAES`, side by side",
@@ -60,9 +67,7 @@ def render(times: dict[tuple[str, int, int], float], methods=METHODS) -> str:
         "instance 2) in one single-threaded process, in turn; milliseconds of "
         "proposing CPU (`time.process_time`, the objective excluded) per "
         "evaluation. Absolute figures move with the machine's load; the ratios "
-        "compare like with like. Regenerate with "
-        "`python -m benchmarks.surrogate_cma cpu --dims 10 20 "
-        "--functions 2 5 8 10 12 15 18 21`.",
+        f"compare like with like. Regenerate with `{command}`.",
         "",
         "| method | d | median ms per evaluation | geometric mean of "
         f"{NAMES[first]}'s / the method's, cell by cell | cells |",

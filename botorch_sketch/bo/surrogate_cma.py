@@ -26,12 +26,14 @@ runs that loop through ask/tell, with three changes:
   (``kappa``: the lowest ``mean - kappa * sd`` first). ``residual=False`` is
   the regression alone, scored in-sample, as lq-CMA-ES does;
 - **the GP or the regression, whichever ranks better** (``select=True``, the
-  default): at each population's first fit, the GP's leave-one-out means and
-  the regression's in-sample values rank the last two populations'
-  observations; where the regression's Kendall tau is at least the GP's, the
-  regression predicts alone for the whole population (the regression is
-  in-sample in both scores, so the comparison says what the GP's residual
-  adds; the regression is still refitted at each increment).
+  default): at each population's first fit, the regression's in-sample
+  values rank the last two populations' observations; where their Kendall
+  tau reaches ``tau_threshold`` the regression is trusted alone for the whole
+  population and no GP is built. Otherwise the GP's leave-one-out means rank
+  them too, and the regression predicts alone where its tau is at least the
+  GP's (the regression is in-sample in both scores, so the comparison says
+  what the GP's residual adds; the regression is still refitted at each
+  increment).
 
 CMA-ES is told the true value of every evaluated point and the model's mean
 only where no true value exists (and in the model's own generations); a failed
@@ -142,8 +144,9 @@ class SurrogateCMAES(CMASearch):
                 terms) where a full quadratic has more terms than this (``d``
                 above 43 by default): its pseudo-inverse grows as ``d^6``.
             select: With ``residual``, use the regression alone for a
-                population where it ranks the recent observations at least as
-                well as the GP's leave-one-out means.
+                population where it ranks the recent observations with a
+                Kendall tau of ``tau_threshold`` or at least as well as the
+                GP's leave-one-out means.
             seed: Seeds every draw.
         """
         check_region(bounds, "bounds")
@@ -327,6 +330,12 @@ class SurrogateCMAES(CMASearch):
         X = g["X"]
         self._refit_trend()
         g["predict"] = g["trend"]
+        if self.residual and self.select and "gp" not in g:
+            # The population's first fit chooses for all of its increments;
+            # the GP is not even built where the regression alone already
+            # ranks the recent observations well enough to be trusted.
+            if self._trend_tau(g["trend"]) >= self.tau_threshold:
+                g["gp"] = False
         if self.residual and self.train_X.shape[0] >= 3 and g.get("gp", True):
             if "metric" not in g:  # CMA-ES's distribution, fixed until told
                 g["metric"] = search_metric(self.es)
@@ -342,7 +351,6 @@ class SurrogateCMAES(CMASearch):
             )
             g["hyperparameters"] = self._hyperparameters = model.hyperparameters
             if self.select and "gp" not in g:
-                # The population's first fit chooses for all of its increments.
                 g["gp"] = not self._prefers_trend(model, g["trend"])
             if not g.get("gp", True):
                 model = None
@@ -364,21 +372,33 @@ class SurrogateCMAES(CMASearch):
             self._trend_count = (self.trend.count, len(self.trend.types))
         self._generation["trend"] = self._trend
 
+    def _selection_window(self) -> int:
+        # The recent observations the GP and the regression are compared on.
+        n = self.train_X.shape[0]
+        return min(n, max(15, SELECT_POPULATIONS * self.popsize))
+
+    def _trend_tau(self, trend: Trend) -> float:
+        # Kendall's tau of the regression (in-sample) on the recent
+        # observations; -1 where there are too few or it is undefined.
+        n, number = self.train_X.shape[0], self._selection_window()
+        if number < 3:
+            return -1.0
+        tau = kendall_tau(
+            trend(self.train_X[n - number :]), -self.train_Y[n - number :, 0]
+        )
+        return tau if math.isfinite(tau) else -1.0
+
     def _prefers_trend(self, model: WhitenedResidualGP, trend: Trend) -> bool:
         # The regression alone ranks the recent observations at least as well
         # as the GP's leave-one-out means do (the regression is in-sample in
         # both: the GP's score says what its residual adds).
-        n = self.train_X.shape[0]
-        number = min(n, max(15, SELECT_POPULATIONS * self.popsize))
+        n, number = self.train_X.shape[0], self._selection_window()
         if number < 3:
             return False
         X, F = self.train_X[n - number :], -self.train_Y[n - number :, 0]
-        positions = torch.arange(n - number, n)
-        tau_gp = kendall_tau(model.loo_means(X, positions), F)
-        tau_trend = kendall_tau(trend(X), F)
+        tau_gp = kendall_tau(model.loo_means(X, torch.arange(n - number, n)), F)
         tau_gp = tau_gp if math.isfinite(tau_gp) else -1.0
-        tau_trend = tau_trend if math.isfinite(tau_trend) else -1.0
-        return tau_trend >= tau_gp
+        return self._trend_tau(trend) >= tau_gp
 
     # ---------------------------------------------------------------- tell
 

@@ -123,9 +123,20 @@ def lq_features(X: Tensor, types: list[str]) -> Tensor:
     if "quadratic" in types:
         parts.append(X.square())
         if "full" in types:
-            i, j = torch.triu_indices(X.shape[-1], X.shape[-1], 1, device=X.device)
+            i, j = _pairs(X.shape[-1], X.device)
             parts.append(X[:, i] * X[:, j])
     return torch.cat(parts, dim=-1)
+
+
+_PAIRS: dict[tuple[int, torch.device], tuple[Tensor, Tensor]] = {}
+
+
+def _pairs(d: int, device: torch.device) -> tuple[Tensor, Tensor]:
+    # The index pairs i < j of a d x d upper triangle, built once per d.
+    key = (d, device)
+    if key not in _PAIRS:
+        _PAIRS[key] = tuple(torch.triu_indices(d, d, 1, device=device))
+    return _PAIRS[key]
 
 
 def _least_squares(A: Tensor, b: Tensor) -> Tensor:
@@ -183,7 +194,7 @@ class Trend:
             d = int(round((-3 + math.sqrt(9 + 8 * (len(c) - 1))) / 2))
         H = torch.diag(c[d + 1 : 2 * d + 1])
         if "full" in self.types:
-            i, j = torch.triu_indices(d, d, 1)
+            i, j = _pairs(d, c.device)
             H[i, j] = H[j, i] = c[2 * d + 1 :] / 2
         return torch.linalg.pinv(H) @ (-c[1 : d + 1] / 2)
 

@@ -21,6 +21,8 @@ def test_the_ratios_are_cell_by_cell_geometric_means():
     assert rows[cpu.NAMES["gp"]] == ["10", "3.00", "-", "2"]
     assert rows[cpu.NAMES["lq-cma-es"]][2] == f"{math.sqrt(8):.2f}"
     assert rows[cpu.NAMES["lq"]][2] == f"{math.sqrt(2):.2f}"
+    # The page names the command that regenerates it, with the cells it ran.
+    assert "cpu --dims 10 --functions 1 2`" in text
 
 
 def test_every_method_times_every_cell_in_turn_after_a_warm_up(monkeypatch):
