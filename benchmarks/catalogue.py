@@ -123,7 +123,7 @@ CATALOGUE: dict[str, tuple[str, dict[str, Budget]]] = {
             "long": Budget(
                 "Rastrigin-100 to 750, switched at 100, 3 loops with 3 seeds "
                 "and the full GP with 1",
-                "1-1.5 h",
+                "2-3 h",
             ),
             "paper": Budget(
                 "the paper's 5 problems to 1000, 3 seeds (the full GP: 1)", "10-20 h"

@@ -145,8 +145,9 @@ BUDGETS = {
         switch_at=40,
         methods=["published", "hyper", "greedy", "published-rssbo"],
     ),
-    # The paper's hardest function three times longer than "large", sized to
-    # about an hour on 2 cores (the full GP's iterations reach 9 s at 750).
+    # The paper's hardest function three times longer than "large": two to
+    # three hours on 2 cores (the full GP's iterations reach 9 s at 750, the
+    # subset loops' take about 10 minutes of CPU a run).
     "long": Budget(
         ["Rastrigin-100"],
         750,
