@@ -330,11 +330,13 @@ class SurrogateCMAES(CMASearch):
         X = g["X"]
         self._refit_trend()
         g["predict"] = g["trend"]
+        tau_trend = None
         if self.residual and self.select and "gp" not in g:
             # The population's first fit chooses for all of its increments;
             # the GP is not even built where the regression alone already
             # ranks the recent observations well enough to be trusted.
-            if self._trend_tau(g["trend"]) >= self.tau_threshold:
+            tau_trend = self._trend_tau(g["trend"])
+            if tau_trend >= self.tau_threshold:
                 g["gp"] = False
         if self.residual and self.train_X.shape[0] >= 3 and g.get("gp", True):
             if "metric" not in g:  # CMA-ES's distribution, fixed until told
@@ -351,7 +353,7 @@ class SurrogateCMAES(CMASearch):
             )
             g["hyperparameters"] = self._hyperparameters = model.hyperparameters
             if self.select and "gp" not in g:
-                g["gp"] = not self._prefers_trend(model, g["trend"])
+                g["gp"] = not self._prefers_trend(model, tau_trend)
             if not g.get("gp", True):
                 model = None
             else:
@@ -388,17 +390,18 @@ class SurrogateCMAES(CMASearch):
         )
         return tau if math.isfinite(tau) else -1.0
 
-    def _prefers_trend(self, model: WhitenedResidualGP, trend: Trend) -> bool:
-        # The regression alone ranks the recent observations at least as well
-        # as the GP's leave-one-out means do (the regression is in-sample in
-        # both: the GP's score says what its residual adds).
+    def _prefers_trend(self, model: WhitenedResidualGP, tau_trend: float) -> bool:
+        # The regression alone (its tau, :meth:`_trend_tau`) ranks the recent
+        # observations at least as well as the GP's leave-one-out means do
+        # (the regression is in-sample in both: the GP's score says what its
+        # residual adds).
         n, number = self.train_X.shape[0], self._selection_window()
         if number < 3:
             return False
         X, F = self.train_X[n - number :], -self.train_Y[n - number :, 0]
         tau_gp = kendall_tau(model.loo_means(X, torch.arange(n - number, n)), F)
         tau_gp = tau_gp if math.isfinite(tau_gp) else -1.0
-        return self._trend_tau(trend) >= tau_gp
+        return tau_trend >= tau_gp
 
     # ---------------------------------------------------------------- tell
 
