@@ -56,6 +56,21 @@ class CMASearch(TorchStream):
             warnings.simplefilter("ignore")  # cma's notes on its own options
             return cma.CMAEvolutionStrategy(x0, self.sigma0, options)
 
+    def _draw(self, number: int, sparse: int, coordinates: int) -> np.ndarray:
+        # ``number`` draws of the distribution; the last ``sparse`` of them keep
+        # their step from the mean on ``coordinates`` random coordinates on
+        # average (each with that share of d, at least one).
+        X = np.asarray(self.es.ask(number))
+        if sparse:
+            mean = np.clip(self.es.result.xfavorite, 0.0, 1.0)  # in bounds
+            dim = X.shape[-1]
+            p = min(1.0, coordinates / dim)
+            mask = self._rng.uniform(size=(sparse, dim)) < p
+            none = ~mask.any(axis=1)
+            mask[none, self._rng.integers(dim, size=int(none.sum()))] = True
+            X[number - sparse :] = mean + mask * (X[number - sparse :] - mean)
+        return X
+
     @property
     def region_length(self) -> float:
         r"""CMA-ES's step size (in the unit cube)."""

@@ -238,7 +238,9 @@ class ScreenedCMAES(CMASearch):
         screen = self.train_X.shape[0] > 0
         draws = self.oversample * n if screen else n
         sparse = min(round(self.sparse_share * draws), draws - n) if screen else 0
-        unit = torch.as_tensor(self._draw(draws, sparse), dtype=torch.double)
+        unit = torch.as_tensor(
+            self._draw(draws, sparse, self.sparse_coordinates), dtype=torch.double
+        )
         unit = unit.clamp(0.0, 1.0).to(self.bounds)
         predicted = None
         fitted = start
@@ -276,19 +278,6 @@ class ScreenedCMAES(CMASearch):
             self._keys.setdefault(_key(x), []).append(i)
         self._values = torch.full((n,), math.nan, dtype=torch.double)
         self._told = torch.zeros(n, dtype=torch.bool)
-        return X
-
-    def _draw(self, number: int, sparse: int) -> np.ndarray:
-        # ``number`` draws of the distribution; the last ``sparse`` of them keep
-        # their step from the mean on a few random coordinates only.
-        X = np.asarray(self.es.ask(number))
-        if sparse:
-            mean = np.clip(self.es.result.xfavorite, 0.0, 1.0)  # in bounds
-            p = min(1.0, self.sparse_coordinates / self.dim)
-            mask = self._rng.uniform(size=(sparse, self.dim)) < p
-            none = ~mask.any(axis=1)
-            mask[none, self._rng.integers(self.dim, size=int(none.sum()))] = True
-            X[number - sparse :] = mean + mask * (X[number - sparse :] - mean)
         return X
 
     # ---------------------------------------------------------------- tell

@@ -16,7 +16,13 @@ runs that loop through ask/tell, with three changes:
   ``max_model_generations`` generations on the model's means alone, as
   s*ACM-ES does [Loshchilov2013intensive]_: as many as the model earned by
   ranking the last batch before it was evaluated (none below a Kendall tau of
-  0.5, all from ``tau_threshold`` up);
+  0.5, all from ``tau_threshold`` up). The batch itself is pre-selected
+  [Ulmer2003evolution]_ while the model ranked the last one (tau of at least
+  0.2): the ``q`` of best model mean among ``oversample * q`` draws, a third
+  of them sparse (a draw's step kept on a few coordinates, as
+  :class:`~botorch_sketch.bo.ScreenedCMAES` draws). CMA-ES is told those
+  ``q``; their steps lean towards the model's optimum, so such a generation
+  may shrink CMA-ES's step size but not grow it;
 - **the model is a GP in CMA-ES's metric** (``residual=True``, the default):
   lq-CMA-ES's linear-quadratic regression as the mean, and a local GP on its
   residuals in coordinates whitened by ``sigma^2 C``
@@ -62,6 +68,9 @@ References:
 .. [Bajer2019gaussian]
     L. Bajer, Z. Pitra, J. Repicky, M. Holena. Gaussian process surrogate
     models for the CMA evolution strategy. Evolutionary Computation 27(4), 2019.
+.. [Ulmer2003evolution]
+    H. Ulmer, F. Streichert, A. Zell. Evolution strategies assisted by Gaussian
+    processes with improved pre-selection criterion. IEEE CEC 2003.
 .. [Loshchilov2013intensive]
     I. Loshchilov, M. Schoenauer, M. Sebag. Intensive surrogate model
     exploitation in self-adaptive surrogate-assisted CMA-ES (saACM-ES). GECCO
@@ -100,6 +109,8 @@ MATCH_TOLERANCE = 1e-4
 CHOOSE_EVERY = 4
 #: The GP and the regression are compared on this many populations' points.
 SELECT_POPULATIONS = 2
+#: Batched: the last batch's Kendall tau from which its successor is pre-selected.
+PRESELECT_TAU = 0.2
 #: Points (in millions of coordinates) one population may hold.
 MAX_POPULATION_ENTRIES = 50
 
@@ -115,6 +126,9 @@ class SurrogateCMAES(CMASearch):
         kappa: float = 0.0,
         local_size: int | None = None,
         max_model_generations: int = 10,
+        oversample: int = 3,
+        sparse_share: float = 1 / 3,
+        sparse_coordinates: int = 5,
         tau_threshold: float = 0.85,
         sigma0: float = 0.2,
         inject: bool = True,
@@ -136,6 +150,18 @@ class SurrogateCMAES(CMASearch):
             max_model_generations: With batches of at least CMA-ES's default
                 population, the most generations CMA-ES runs on the model's
                 means between two true batches.
+            oversample: With batches of at least CMA-ES's default population,
+                draws per point of a batch: ``oversample * q`` are drawn and
+                the ``q`` of best model mean evaluated (pre-selection; 1
+                evaluates the whole population), while the last batch's
+                predictions ranked it with a Kendall tau of at least
+                ``PRESELECT_TAU``.
+            sparse_share: The share of a pre-selection's draws whose step from
+                the mean is kept on a few coordinates (at most the
+                ``(oversample - 1) * q`` beyond ``q``), as
+                :class:`~botorch_sketch.bo.ScreenedCMAES` draws.
+            sparse_coordinates: How many coordinates a sparse draw changes, on
+                average.
             tau_threshold: The Kendall tau at which a population's model
                 values are trusted.
             sigma0: CMA-ES's initial step size, in the unit cube.
@@ -172,6 +198,13 @@ class SurrogateCMAES(CMASearch):
         self.max_model_generations = checked_count(
             max_model_generations, "max_model_generations", minimum=0
         )
+        self.oversample = checked_count(oversample, "oversample")
+        self.sparse_share = checked_real(sparse_share, "sparse_share")
+        if not 0 <= self.sparse_share <= 1:
+            raise InputDataError(f"sparse_share must be in [0, 1]; got {sparse_share}.")
+        self.sparse_coordinates = checked_count(
+            sparse_coordinates, "sparse_coordinates"
+        )
         self.tau_threshold = checked_real(tau_threshold, "tau_threshold")
         self.sigma0 = checked_real(sigma0, "sigma0", positive=True)
         self.max_quadratic_terms = checked_count(
@@ -182,13 +215,15 @@ class SurrogateCMAES(CMASearch):
         #: Whether a batch is a whole population (q at least CMA-ES's default).
         self.batched = self.q >= default
         self.popsize = self.q if self.batched else default
-        if self.popsize * self.dim > MAX_POPULATION_ENTRIES * 10**6:
+        draws = self.popsize * (self.oversample if self.batched else 1)
+        if draws * self.dim > MAX_POPULATION_ENTRIES * 10**6:
             raise InputDataError(
-                f"q = {q} makes populations of {self.popsize} points in {self.dim} "
-                f"dimensions ({self.popsize * self.dim:.3g} coordinates, more than "
-                f"{MAX_POPULATION_ENTRIES} million): use a smaller q."
+                f"q = {q} makes populations of {draws} points in {self.dim} "
+                f"dimensions ({draws * self.dim:.3g} coordinates, more than "
+                f"{MAX_POPULATION_ENTRIES} million): use a smaller q or oversample."
             )
         self._model_generations = 0
+        self._last_tau = 0.0  # batched: the last batch's rank agreement
         self._seed_streams(self.seed)
         self.restarts = 0
         self._scale: float | None = None
@@ -275,11 +310,22 @@ class SurrogateCMAES(CMASearch):
 
     def _open(self) -> None:
         # A new population: draw it, fit the model, set the first increment.
+        preselect = False
         if self.batched:
             self._model_steps()
-        X = torch.as_tensor(np.asarray(self.es.ask()), dtype=torch.double)
-        X = X.clamp(0.0, 1.0)
-        size = X.shape[0]
+            preselect = (
+                self.oversample > 1
+                and self._scale is not None
+                and self._last_tau >= PRESELECT_TAU
+            )
+        if preselect:
+            draws = self.oversample * self.popsize
+            sparse = min(round(self.sparse_share * draws), draws - self.popsize)
+            X = self._draw(draws, sparse, self.sparse_coordinates)
+        else:
+            X = self.es.ask()
+        X = torch.as_tensor(np.asarray(X), dtype=torch.double).clamp(0.0, 1.0)
+        size = self.popsize if preselect else X.shape[0]
         first = 1 + max(
             size * 0.02, 3 / self.trend.settings.truncation_ratio - self.trend.size
         )
@@ -296,7 +342,14 @@ class SurrogateCMAES(CMASearch):
             "model": None,
         }
         self._refresh()
-        self._generation["predicted"] = self._generation["mean"].clone()
+        g = self._generation
+        if preselect:  # the population: the draws of best model mean
+            keep = g["mean"].argsort()[:size]
+            for key in ("X", "mean", "sd"):
+                g[key] = g[key][keep]
+            g["state"], g["F"] = g["state"][:size], g["F"][:size]
+        g["predicted"] = g["mean"].clone()
+        g["preselected"] = preselect
 
     def _model_steps(self) -> None:
         # Batched: CMA-ES runs generations on the model's means alone, as many
@@ -478,6 +531,7 @@ class SurrogateCMAES(CMASearch):
             if int(finite.sum()) >= 3 and self.train_X.shape[0] > int(finite.sum()):
                 tau = kendall_tau(predicted[finite], F[finite])
             tau = tau if math.isfinite(tau) else 0.0
+            self._last_tau = tau
             share = (tau - 0.5) / (self.tau_threshold - 0.5)
             self._model_generations = round(
                 self.max_model_generations * min(1.0, max(0.0, share))
@@ -533,7 +587,15 @@ class SurrogateCMAES(CMASearch):
             level = float(true.abs().max()) if true.numel() else 0.0
             unit = spread if spread > 0 else (level if level > 0 else 1.0)
             self._scale = min(unit, 1.0)
+        sigma = float(self.es.sigma)
         self.es.tell(list(g["X"].numpy()), (F / self._scale).tolist())
+        if g.get("preselected") and self.es.sigma > sigma:
+            # Pre-selected steps lean towards the model's optimum: longer
+            # than the distribution's own, they would grow the step size
+            # whatever the landscape (on the 10-D ellipsoid to 10^3 times
+            # its start, and the run stalled). Such a generation may only
+            # shrink it.
+            self.es.sigma = sigma
         self.trend.adapt_max_relative_size(tau)
         if self.inject and self.trend.types:
             optimum = g["trend"].optimum()
@@ -550,6 +612,7 @@ class SurrogateCMAES(CMASearch):
         self.restarts += 1
         self.popsize *= 2
         self._model_generations = 0
+        self._last_tau = 0.0
         self._start(self._rng.uniform(size=self.dim))
 
     # ------------------------------------------------------- checkpoints
@@ -563,6 +626,9 @@ class SurrogateCMAES(CMASearch):
             "kappa": self.kappa,
             "local_size": self.local_size,
             "max_model_generations": self.max_model_generations,
+            "oversample": self.oversample,
+            "sparse_share": self.sparse_share,
+            "sparse_coordinates": self.sparse_coordinates,
             "tau_threshold": self.tau_threshold,
             "sigma0": self.sigma0,
             "inject": self.inject,
@@ -604,6 +670,7 @@ class SurrogateCMAES(CMASearch):
         # Checkpoints from before the choice between the GP and the regression
         # existed ran the GP throughout.
         config.setdefault("select", False)
+        config.setdefault("oversample", 1)  # before pre-selection existed
         try:
             optimizer = cls(**config)
             for kind, value in state["log"]:

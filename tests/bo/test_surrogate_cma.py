@@ -104,6 +104,73 @@ def test_every_q_runs_through_ask_and_tell_and_resumes_from_a_checkpoint(q, tmp_
     assert optimizer.best()[1] == resumed.best()[1]
 
 
+def test_a_preselected_batch_is_the_draws_of_best_model_mean():
+    q, oversample = 20, 3
+    optimizer = SurrogateCMAES(_box(4), q=q, oversample=oversample, seed=5)
+    told, pools = [], []
+    draw = optimizer._draw
+
+    def drawn(number, sparse, coordinates):
+        X = draw(number, sparse, coordinates)
+        pools.append((torch.as_tensor(X, dtype=torch.double).clamp(0, 1), sparse))
+        return X
+
+    def spy(es):
+        tell = es.tell
+
+        def recorded(X, F):
+            told.append(torch.as_tensor(X, dtype=torch.double))
+            tell(X, F)
+
+        es.tell = recorded
+
+    optimizer._draw = drawn
+    spy(optimizer.es)
+    preselected = 0
+    for step in range(12):
+        es, before = optimizer.es, len(pools)
+        X = optimizer.ask()
+        g, sigma = optimizer._generation, float(optimizer.es.sigma)
+        if len(pools) > before:  # this batch was pre-selected
+            assert step > 0  # never the first: there is no model yet
+            pool, sparse = pools[-1]
+            size = optimizer.popsize  # q, doubled at each restart
+            assert pool.shape[0] == oversample * size and sparse == size
+            # The population: the q draws of lowest predicted (minimised) value.
+            best = pool[g["predict"](pool).argsort()[:size]]
+            assert torch.equal(best, g["X"])
+            assert X.shape[0] == q
+            preselected += 1
+        optimizer.tell(X, _bowl(X))
+        if optimizer._generation is None and optimizer.es is es:
+            assert torch.allclose(told[-1], g["X"])  # the evaluated population
+            if g["preselected"]:  # its steps lean: the step size may not grow
+                assert optimizer.es.sigma <= sigma
+        else:
+            spy(optimizer.es)
+    assert preselected > 0
+    assert optimizer.train_X.shape[0] == 12 * q
+    # One is plain CMA-ES: no pool is ever drawn.
+    plain = SurrogateCMAES(_box(4), q=q, oversample=1, seed=5)
+    plain._draw = drawn
+    before = len(pools)
+    _run(plain, _bowl, 6 * q)
+    assert len(pools) == before
+
+
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        ({"oversample": 0}, "oversample"),
+        ({"sparse_share": 1.5}, "sparse_share"),
+        ({"sparse_coordinates": 0}, "sparse_coordinates"),
+    ],
+)
+def test_bad_preselection_settings_are_refused_by_name(options, message):
+    with pytest.raises(InputDataError, match=message):
+        SurrogateCMAES(_box(4), q=20, **options)
+
+
 def test_float32_copies_of_asked_points_are_matched():
     optimizer = SurrogateCMAES(_box(3, -5.0, 5.0), q=4, seed=0)
     X = optimizer.ask()
