@@ -347,7 +347,6 @@ class SurrogateCMAES(CMASearch):
             keep = g["mean"].argsort()[:size]
             for key in ("X", "mean", "sd"):
                 g[key] = g[key][keep]
-            g["state"], g["F"] = g["state"][:size], g["F"][:size]
         g["predicted"] = g["mean"].clone()
         g["preselected"] = preselect
 
