@@ -25,6 +25,22 @@ def _bowl(X):
     return -(((X - 0.3) @ Q) ** 2 * scales).sum(-1)
 
 
+def _spy(es, told):
+    # Record each (points, values) CMA-ES is told.
+    tell = es.tell
+
+    def recorded(X, F):
+        told.append(
+            (
+                torch.as_tensor(X, dtype=torch.double),
+                torch.as_tensor(F, dtype=torch.double),
+            )
+        )
+        tell(X, F)
+
+    es.tell = recorded
+
+
 def _run(optimizer, f, evaluations):
     told = 0
     while told < evaluations:
@@ -49,31 +65,21 @@ def test_sequential_use_reaches_the_top_of_a_rotated_ellipsoid(residual):
 def test_cma_es_is_told_true_values_where_evaluated_and_model_values_elsewhere():
     optimizer = SurrogateCMAES(_box(3), q=1, seed=1)
     told = []
-
-    def spy(es):
-        tell = es.tell
-
-        def recorded(X, F):
-            told.append(torch.as_tensor(F, dtype=torch.double))
-            tell(X, F)
-
-        es.tell = recorded
-
-    spy(optimizer.es)
+    _spy(optimizer.es, told)
     checked, partial = 0, 0
     while checked < 8:
         X = optimizer.ask()
         g, es = optimizer._generation, optimizer.es
         optimizer.tell(X, _bowl(X))
         if optimizer._generation is None:  # the population was told to CMA-ES
-            values = told[-1] * optimizer._scale
+            values = told[-1][1] * optimizer._scale
             evaluated = g["state"] == 2
             assert torch.allclose(values[evaluated], -_bowl(g["X"][evaluated]))
             assert torch.allclose(values[~evaluated], g["mean"][~evaluated])
             checked += 1
             partial += int(bool((~evaluated).any()))
             if optimizer.es is not es:  # a restart
-                spy(optimizer.es)
+                _spy(optimizer.es, told)
     assert partial > 0  # some populations were partly the model's
 
 
@@ -115,17 +121,8 @@ def test_a_preselected_batch_is_the_draws_of_best_model_mean():
         pools.append((torch.as_tensor(X, dtype=torch.double).clamp(0, 1), sparse))
         return X
 
-    def spy(es):
-        tell = es.tell
-
-        def recorded(X, F):
-            told.append(torch.as_tensor(X, dtype=torch.double))
-            tell(X, F)
-
-        es.tell = recorded
-
     optimizer._draw = drawn
-    spy(optimizer.es)
+    _spy(optimizer.es, told)
     preselected = 0
     for step in range(12):
         es, before = optimizer.es, len(pools)
@@ -142,12 +139,12 @@ def test_a_preselected_batch_is_the_draws_of_best_model_mean():
             assert X.shape[0] == q
             preselected += 1
         optimizer.tell(X, _bowl(X))
-        if optimizer._generation is None and optimizer.es is es:
-            assert torch.allclose(told[-1], g["X"])  # the evaluated population
+        if optimizer.es is not es:  # a restart
+            _spy(optimizer.es, told)
+        elif optimizer._generation is None:
+            assert torch.allclose(told[-1][0], g["X"])  # the evaluated population
             if g["preselected"]:  # its steps lean: the step size may not grow
                 assert optimizer.es.sigma <= sigma
-        else:
-            spy(optimizer.es)
     assert preselected > 0
     assert optimizer.train_X.shape[0] == 12 * q
     # One is plain CMA-ES: no pool is ever drawn.
