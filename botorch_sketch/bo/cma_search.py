@@ -56,10 +56,15 @@ class CMASearch(TorchStream):
             warnings.simplefilter("ignore")  # cma's notes on its own options
             return cma.CMAEvolutionStrategy(x0, self.sigma0, options)
 
-    def _draw(self, number: int, sparse: int, coordinates: int) -> np.ndarray:
-        # ``number`` draws of the distribution; the last ``sparse`` of them keep
-        # their step from the mean on ``coordinates`` random coordinates on
-        # average (each with that share of d, at least one).
+    def _draw(
+        self, number: int, kept: int, share: float, coordinates: int
+    ) -> np.ndarray:
+        # ``number`` draws of the distribution, of which ``kept`` are to be
+        # kept; the last ``share`` of them (at most the ``number - kept``
+        # beyond those) keep their step from the mean on ``coordinates``
+        # random coordinates on average (each with that share of d, at least
+        # one).
+        sparse = min(round(share * number), number - kept)
         X = np.asarray(self.es.ask(number))
         if sparse:
             mean = np.clip(self.es.result.xfavorite, 0.0, 1.0)  # in bounds

@@ -237,9 +237,9 @@ class ScreenedCMAES(CMASearch):
         start = time.process_time()
         screen = self.train_X.shape[0] > 0
         draws = self.oversample * n if screen else n
-        sparse = min(round(self.sparse_share * draws), draws - n) if screen else 0
         unit = torch.as_tensor(
-            self._draw(draws, sparse, self.sparse_coordinates), dtype=torch.double
+            self._draw(draws, n, self.sparse_share, self.sparse_coordinates),
+            dtype=torch.double,
         )
         unit = unit.clamp(0.0, 1.0).to(self.bounds)
         predicted = None

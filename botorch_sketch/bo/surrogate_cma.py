@@ -319,9 +319,12 @@ class SurrogateCMAES(CMASearch):
                 and self._last_tau >= PRESELECT_TAU
             )
         if preselect:
-            draws = self.oversample * self.popsize
-            sparse = min(round(self.sparse_share * draws), draws - self.popsize)
-            X = self._draw(draws, sparse, self.sparse_coordinates)
+            X = self._draw(
+                self.oversample * self.popsize,
+                self.popsize,
+                self.sparse_share,
+                self.sparse_coordinates,
+            )
         else:
             X = self.es.ask()
         X = torch.as_tensor(np.asarray(X), dtype=torch.double).clamp(0.0, 1.0)

@@ -116,8 +116,9 @@ def test_a_preselected_batch_is_the_draws_of_best_model_mean():
     told, pools = [], []
     draw = optimizer._draw
 
-    def drawn(number, sparse, coordinates):
-        X = draw(number, sparse, coordinates)
+    def drawn(number, kept, share, coordinates):
+        X = draw(number, kept, share, coordinates)
+        sparse = min(round(share * number), number - kept)
         pools.append((torch.as_tensor(X, dtype=torch.double).clamp(0, 1), sparse))
         return X
 
